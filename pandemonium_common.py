@@ -1,0 +1,73 @@
+"""Helpers shared by pandemonium.py and the tools under tests/.
+
+Standard library only: these run on bare CI machines before anything is installed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+PROJECT_ROOT = Path(__file__).resolve().parent
+BINARY_NAME = "scx_pandemonium"
+
+log = logging.getLogger("pandemonium")
+
+
+class PandemoniumError(Exception):
+    """A failure with a message meant for the user; the CLI prints it without a traceback."""
+
+
+def setup_logging(verbose: bool = False) -> None:
+    # Progress goes to stderr so that stdout stays the guest console / tool output.
+    if log.handlers:
+        log.setLevel(logging.DEBUG if verbose else logging.INFO)
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[pandemonium] %(levelname_short)s%(message)s"))
+    handler.addFilter(_add_short_level)
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG if verbose else logging.INFO)
+    log.propagate = False
+
+
+def _add_short_level(record: logging.LogRecord) -> bool:
+    # INFO lines are the common case: keep them unprefixed so progress reads cleanly.
+    record.levelname_short = "" if record.levelno == logging.INFO else f"{record.levelname}: "
+    return True
+
+
+def banner(message: str) -> None:
+    """A warning nobody can miss in a long console transcript (oops retries, untrusted apt)."""
+    line = "!" * 72
+    log.warning("\n%s\n!!! %s\n%s", line, message, line)
+
+
+def die(message: str, code: int = 1) -> NoReturn:
+    print(f"pandemonium: error: {message}", file=sys.stderr, flush=True)
+    sys.exit(code)
+
+
+def cache_dir(*parts: str) -> Path:
+    """Per-user cache (kernels, apt state, initramfs images); PANDEMONIUM_CACHE overrides."""
+    base = os.environ.get("PANDEMONIUM_CACHE")
+    if base:
+        root = Path(base)
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = (Path(xdg) if xdg else Path.home() / ".cache") / "pandemonium"
+    path = root.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cargo_target_dir() -> Path:
+    target = os.environ.get("CARGO_TARGET_DIR")
+    return Path(target) if target else PROJECT_ROOT / "target"
+
+
+def scheduler_binary(profile: str = "release") -> Path:
+    return cargo_target_dir() / profile / BINARY_NAME

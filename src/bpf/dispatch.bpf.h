@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The dispatch waterfall. The order is the design: cache-hot work first, but an aged overflow DSQ
+ * or a CPU that went offline with work in its DSQ is always served before anything can starve.
+ */
+#ifndef __PANDEMONIUM_DISPATCH_BPF_H
+#define __PANDEMONIUM_DISPATCH_BPF_H
+
+/* After a move out of a shared DSQ: empty -> clear the age, else restart it at now. */
+static __always_inline void refresh_since(u64 dsq, u64 *since)
+{
+	u64 old = *since;
+
+	if (scx_bpf_dsq_nr_queued(dsq) == 0)
+		__sync_val_compare_and_swap(since, old, 0);
+	else
+		__sync_val_compare_and_swap(since, old, bpf_ktime_get_ns());
+}
+
+static __always_inline bool move_shared(u64 dsq, u64 *since)
+{
+	if (!scx_bpf_dsq_move_to_local(dsq, 0))
+		return false;
+	refresh_since(dsq, since);
+	return true;
+}
+
+static __always_inline bool aged(u64 since, u64 now, u64 thresh)
+{
+	return since && now - since >= thresh;
+}
+
+/*
+ * Serves the older of the two overflow DSQs of @node once it is older than @thresh, and the other
+ * one too when both are: serving only the older side let long-runners starve behind a stream of
+ * interactive tasks at 2 CPUs in the upstream design.
+ */
+static __always_inline bool service_aged_overflow(u32 node, u64 thresh)
+{
+	u32 n = node & (MAX_NODES - 1);
+	u64 now = bpf_ktime_get_ns();
+	u64 ni = node_dsq_since[n], nb = batch_dsq_since[n];
+	bool ai = aged(ni, now, thresh), ab = aged(nb, now, thresh);
+	bool served = false;
+
+	if (!ai && !ab)
+		return false;
+	if (ai && (!ab || !time_before(nb, ni))) {
+		served = move_shared(node_dsq(node), &node_dsq_since[n]);
+		if (ab)
+			served |= move_shared(batch_dsq(node), &batch_dsq_since[n]);
+	} else {
+		served = move_shared(batch_dsq(node), &batch_dsq_since[n]);
+		if (ai)
+			served |= move_shared(node_dsq(node), &node_dsq_since[n]);
+	}
+	return served;
+}
+
+/* Tasks stranded in the per-CPU DSQ of a CPU that went offline are pulled by any live CPU. */
+static __always_inline bool drain_offline(void)
+{
+	u32 i;
+
+	if (!nr_offline_cpus)
+		return false;
+	bpf_for(i, 0, MAX_CPUS) {
+		if (i >= nr_cpu_ids_ro)
+			break;
+		if (cpu_ctx(i)->online || scx_bpf_dsq_nr_queued(i) <= 0)
+			continue;
+		if (scx_bpf_dsq_move_to_local(i, 0)) {
+			STAT_INC(nr_offline_drain);
+			return true;
+		}
+	}
+	return false;
+}
+
+static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev)
+{
+	struct topo_params *tp = topo();
+	u32 node = cpu_node(cpu), i;
+	s32 victim;
+
+	if (!tp)
+		return false;
+
+	/* Safety net first: the hard starvation cap cannot be gated by anything below. */
+	if (service_aged_overflow(node, tp->starvation_rescue_ns)) {
+		STAT_INC(nr_starvation_rescue);
+		return true;
+	}
+	if (drain_offline())
+		return true;
+	if (service_aged_overflow(node, tp->overflow_rescue_ns)) {
+		STAT_INC(nr_overflow_rescue);
+		return true;
+	}
+
+	/* 0: own per-CPU DSQ, cache-hot. */
+	if (scx_bpf_dsq_move_to_local(cpu, 0))
+		return true;
+
+	/* 1: steal from the nearest per-CPU DSQs by R_eff, within the tau-derived budget. */
+	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, tp);
+	if (victim >= 0 && scx_bpf_dsq_move_to_local(victim, 0)) {
+		STAT_INC(nr_steals);
+		return true;
+	}
+
+	/* 4, 5: node overflow DSQs, interactive before batch. */
+	if (move_shared(node_dsq(node), &node_dsq_since[node & (MAX_NODES - 1)]))
+		return true;
+	if (move_shared(batch_dsq(node), &batch_dsq_since[node & (MAX_NODES - 1)]))
+		return true;
+
+	/* 6: other nodes. */
+	bpf_for(i, 0, MAX_NODES) {
+		if (i >= nr_nodes_ro)
+			break;
+		if (i == node)
+			continue;
+		if (move_shared(node_dsq(i), &node_dsq_since[i & (MAX_NODES - 1)]) ||
+		    move_shared(batch_dsq(i), &batch_dsq_since[i & (MAX_NODES - 1)]))
+			return true;
+	}
+	return false;
+}
+
+#endif /* __PANDEMONIUM_DISPATCH_BPF_H */

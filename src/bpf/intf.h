@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Shared between the BPF scheduler and the Rust daemon. src/bpf_intf.rs mirrors every item here and
+ * checks its mirror against bindgen's reading of this file at compile time, so a change on one side
+ * that is not made on the other fails the build instead of corrupting a map.
+ */
+#ifndef __PANDEMONIUM_INTF_H
+#define __PANDEMONIUM_INTF_H
+
+#ifndef __VMLINUX_H__
+/* bindgen and other userspace readers do not have vmlinux.h's fixed-width names. */
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef long long s64;
+#endif
+
+enum pandemonium_consts {
+	MAX_CPUS = 1024,
+	/* One eighth of MAX_CPUS keeps the per-CPU rank rows verifier-bounded at 128 slots. */
+	MAX_AFFINITY_CANDIDATES = MAX_CPUS >> 3,
+	MAX_NODES = 64,
+	/* TASK_COMM_LEN: compositor and procdb keys are kernel comm names. */
+	COMM_LEN = 16,
+	NR_LAT_BUCKETS = 32,
+	NR_SLEEP_BUCKETS = 32,
+	AFFINITY_SENTINEL = 0xffffffffu,
+};
+
+/* User DSQ ids. Per-CPU DSQs use the CPU id itself (0 .. MAX_CPUS-1). */
+enum pandemonium_dsq {
+	NODE_DSQ_BASE = 1u << 16,  /* + node: INTERACTIVE / LAT_CRITICAL overflow, vtime-ordered */
+	BATCH_DSQ_BASE = 1u << 17, /* + node: BATCH and immature overflow, vtime-ordered */
+};
+
+enum pandemonium_tier {
+	TIER_BATCH = 0,
+	TIER_INTERACTIVE = 1,
+	TIER_LAT_CRITICAL = 2,
+	NR_TIERS = 3,
+};
+
+enum affinity_mode {
+	AFFINITY_OFF = 0,
+	AFFINITY_WEAK = 1,
+	AFFINITY_STRONG = 2,
+};
+
+/*
+ * Knobs BPF reads on every decision (one-entry array map). The adaptive daemon owns the first nine;
+ * topology detection owns topology_tau_ns and codel_eq_ns, and the daemon must carry them over
+ * unchanged on every write.
+ */
+struct tuning_knobs {
+	u64 slice_ns;
+	u64 preempt_thresh_ns;
+	u64 lag_scale;
+	u64 batch_slice_ns;
+	u64 burst_slice_ns;
+	u64 lat_cri_thresh_high;
+	u64 lat_cri_thresh_low;
+	u64 affinity_mode;
+	u64 sojourn_thresh_ns;
+	u64 topology_tau_ns;
+	u64 codel_eq_ns;
+};
+
+/* Parameters derived once from topology (tau) and written before attach and after hotplug. */
+struct topo_params {
+	u64 sojourn_interval_ns;
+	u64 overflow_rescue_ns;
+	u64 starvation_rescue_ns;
+	u64 codel_target_floor_ns;
+	u64 codel_target_max_ns;
+	u64 vtime_ceiling_ns;
+	u64 lag_cap_ns;
+	u64 longrun_thresh_ns;
+	u32 spill_search_budget;
+	u32 affinity_search_budget;
+	u32 pcpu_dsq_depth;
+	u32 longrun_preempt_shift;
+	u32 damping_shift;
+	u32 spring_shift;
+};
+
+/* Per-CPU counters (per-CPU array map, one entry); Rust sums across CPUs and diffs per second. */
+struct pandemonium_stats {
+	u64 nr_dispatches;
+	u64 nr_idle_hits;
+	u64 nr_shared;
+	u64 nr_pcpu;
+	u64 nr_spills;
+	u64 nr_preempt;
+	u64 nr_keep_running;
+	u64 nr_hard_kicks;
+	u64 nr_soft_kicks;
+	u64 nr_enq_wakeup;
+	u64 nr_enq_requeue;
+	u64 nr_steals;
+	u64 nr_overflow_rescue;
+	u64 nr_starvation_rescue;
+	u64 nr_offline_drain;
+	u64 nr_rank_offline_skips;
+	u64 l2_hit[NR_TIERS];
+	u64 l2_miss[NR_TIERS];
+	u64 wake_lat_sum_ns;
+	u64 wake_lat_cnt;
+	u64 wake_lat_max_ns;
+};
+
+/* Per-CPU log2 histograms (bucket i holds values in [2^i, 2^(i+1)) ns); Rust drains them. */
+struct pandemonium_hist {
+	u64 wake_lat[NR_TIERS][NR_LAT_BUCKETS];
+	u64 sleep[NR_SLEEP_BUCKETS];
+};
+
+/* One row of the affinity rank map: other CPUs by ascending effective resistance. */
+struct affinity_row {
+	u32 cpus[MAX_AFFINITY_CANDIDATES];
+};
+
+/* Key and value of the task-class maps (compositor boost, procdb observations and predictions). */
+struct comm_key {
+	char comm[COMM_LEN];
+};
+
+struct task_class_entry {
+	u8 tier;
+	u8 confident;
+	u16 _pad0;
+	u32 samples;
+	u64 avg_runtime_ns;
+};
+
+#endif /* __PANDEMONIUM_INTF_H */

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Where a runnable task goes: vtime bounds, per-CPU DSQs behind a depth gate with a spill along
+ * the affinity rank, and the shared overflow DSQs.
+ */
+#ifndef __PANDEMONIUM_PLACEMENT_BPF_H
+#define __PANDEMONIUM_PLACEMENT_BPF_H
+
+/*
+ * Bounds the deadline a task is queued with: a long sleeper may not bank unlimited credit (floor),
+ * and nothing may be pushed so far ahead that it waits behind everything forever (ceiling).
+ */
+static __always_inline u64 task_vtime(struct task_struct *p, struct tuning_knobs *k,
+				      struct topo_params *tp)
+{
+	u64 vtime = p->scx.dsq_vtime;
+	u64 now = vtime_now;
+	u64 lag = tp->lag_cap_ns * (k->lag_scale ? k->lag_scale : 1);
+
+	if (now > lag && time_before(vtime, now - lag))
+		vtime = now - lag;
+	if (time_before(now + tp->vtime_ceiling_ns, vtime))
+		vtime = now + tp->vtime_ceiling_ns;
+	p->scx.dsq_vtime = vtime;
+	return vtime;
+}
+
+static __always_inline u64 task_slice(struct task_ctx *tctx, struct tuning_knobs *k)
+{
+	return tctx->tier == TIER_BATCH ? k->batch_slice_ns : k->slice_ns;
+}
+
+static __always_inline void mark_enqueued(struct task_ctx *tctx, u64 now)
+{
+	tctx->enqueue_at = now;
+}
+
+static __always_inline void mark_shared_since(u64 *since, u64 now)
+{
+	if (!*since)
+		__sync_val_compare_and_swap(since, 0, now);
+}
+
+static __always_inline void insert_shared(struct task_struct *p, struct task_ctx *tctx, u64 dsq,
+					  u64 *since, u64 slice, u64 vtime, u64 enq_flags)
+{
+	u64 now = bpf_ktime_get_ns();
+
+	mark_enqueued(tctx, now);
+	scx_bpf_dsq_insert_vtime(p, dsq, slice, vtime, enq_flags);
+	mark_shared_since(since, now);
+	STAT_INC(nr_shared);
+}
+
+static __always_inline void insert_node(struct task_struct *p, struct task_ctx *tctx, u32 node,
+					u64 slice, u64 vtime, u64 enq_flags)
+{
+	insert_shared(p, tctx, node_dsq(node), &node_dsq_since[node & (MAX_NODES - 1)], slice,
+		      vtime, enq_flags);
+}
+
+static __always_inline void insert_batch(struct task_struct *p, struct task_ctx *tctx, u32 node,
+					 u64 slice, u64 vtime, u64 enq_flags)
+{
+	insert_shared(p, tctx, batch_dsq(node), &batch_dsq_since[node & (MAX_NODES - 1)], slice,
+		      vtime, enq_flags);
+}
+
+static __always_inline bool pcpu_has_room(s32 cpu, struct topo_params *tp)
+{
+	return scx_bpf_dsq_nr_queued(cpu) < (s32)tp->pcpu_dsq_depth;
+}
+
+static __always_inline void insert_pcpu(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+					u64 slice, u64 vtime, u64 enq_flags)
+{
+	mark_enqueued(tctx, bpf_ktime_get_ns());
+	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
+	STAT_INC(nr_pcpu);
+}
+
+enum rank_want {
+	RANK_WANT_ROOM,   /* per-CPU DSQ below the depth gate (spill) */
+	RANK_WANT_QUEUED, /* per-CPU DSQ holding work (steal) */
+	RANK_WANT_IDLE,   /* idle CPU, claimed on success (WAKE_SYNC search) */
+};
+
+/*
+ * Walks @cpu's affinity row (nearest by R_eff first) for the first CPU that has what @want asks.
+ * Offline CPUs and CPUs outside @p's mask are skipped without spending @budget, so hotplug
+ * leftovers in the rank never shrink the search. One bpf_for loop keeps verification linear.
+ */
+static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 budget,
+				     enum rank_want want, struct topo_params *tp)
+{
+	u32 key = cpu & (MAX_CPUS - 1);
+	struct affinity_row *row = bpf_map_lookup_elem(&affinity_rank, &key);
+	u32 i;
+
+	if (!row)
+		return -1;
+	bpf_for(i, 0, MAX_AFFINITY_CANDIDATES) {
+		u32 c;
+
+		if (!budget)
+			break;
+		c = row->cpus[i & (MAX_AFFINITY_CANDIDATES - 1)];
+		if (c == AFFINITY_SENTINEL)
+			break;
+		if (!cpu_is_online(c)) {
+			STAT_INC(nr_rank_offline_skips);
+			continue;
+		}
+		if (p && !bpf_cpumask_test_cpu(c, p->cpus_ptr))
+			continue;
+		budget--;
+		switch (want) {
+		case RANK_WANT_ROOM:
+			if (pcpu_has_room(c, tp))
+				return c;
+			break;
+		case RANK_WANT_QUEUED:
+			if (scx_bpf_dsq_nr_queued(c) > 0)
+				return c;
+			break;
+		case RANK_WANT_IDLE:
+			if (scx_bpf_test_and_clear_cpu_idle(c))
+				return c;
+			break;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Depth-gated per-CPU placement: @cpu if its DSQ has room, else the nearest sibling by R_eff with
+ * room, else the node overflow DSQ. Returns the CPU that was kicked, or -1 for the node DSQ.
+ */
+static __always_inline s32 place_pcpu_with_spill(struct task_struct *p, struct task_ctx *tctx,
+						 s32 cpu, u64 slice, u64 vtime, u64 enq_flags)
+{
+	struct topo_params *tp = topo();
+	s32 target = -1;
+
+	if (!tp)
+		return -1;
+	if (cpu_is_online(cpu) && pcpu_has_room(cpu, tp)) {
+		target = cpu;
+	} else {
+		target = rank_pick(p, cpu, tp->spill_search_budget, RANK_WANT_ROOM, tp);
+		if (target >= 0)
+			STAT_INC(nr_spills);
+	}
+
+	if (target < 0) {
+		insert_node(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
+		return -1;
+	}
+	insert_pcpu(p, tctx, target, slice, vtime, enq_flags);
+	scx_bpf_kick_cpu(target, SCX_KICK_IDLE);
+	return target;
+}
+
+#endif /* __PANDEMONIUM_PLACEMENT_BPF_H */

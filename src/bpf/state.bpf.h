@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Maps, global state and the small accessors every other part of the scheduler uses.
+ */
+#ifndef __PANDEMONIUM_STATE_BPF_H
+#define __PANDEMONIUM_STATE_BPF_H
+
+#define MSEC_NS 1000000ULL
+#define USEC_NS 1000ULL
+
+/* Written by the daemon before load (rodata): the machine as it was at start. */
+const volatile u32 nr_cpu_ids_ro = 1;
+const volatile u32 nr_nodes_ro = 1;
+const volatile u16 cpu_node_ro[MAX_CPUS];
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct tuning_knobs);
+} knobs_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct topo_params);
+} topo_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct pandemonium_stats);
+} stats_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct pandemonium_hist);
+} hist_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct affinity_row);
+} affinity_rank SEC(".maps");
+
+/* comm -> 1: processes that are always LAT_CRITICAL (compositors). Filled by the daemon. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct comm_key);
+	__type(value, u8);
+} compositor_map SEC(".maps");
+
+struct task_ctx {
+	u64 enqueue_at;   /* last DSQ insertion, 0 while not queued (sojourn / wake latency) */
+	u64 last_run_at;  /* start of the current run, for runtime accounting */
+	u64 sleep_at;     /* when the task last went to sleep, 0 if it did not */
+	u8 tier;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctx_stor SEC(".maps");
+
+struct cpu_ctx {
+	u8 online;
+} __attribute__((aligned(64)));
+
+/* Indexed by CPU id masked to MAX_CPUS, so the verifier sees a bounded offset. */
+struct cpu_ctx cpu_ctxs[MAX_CPUS];
+
+/* The most advanced vtime of any task that started running: the "now" of the virtual clock. */
+u64 vtime_now;
+
+/* CPUs marked offline whose per-CPU DSQ may still hold tasks; dispatch drains them. */
+u32 nr_offline_cpus;
+
+/*
+ * First-insertion timestamps of the shared overflow DSQs, one per node and kind, maintained with
+ * CAS so racing CPUs neither lose an age nor reset a fresh one. 0 = empty.
+ */
+u64 node_dsq_since[MAX_NODES];
+u64 batch_dsq_since[MAX_NODES];
+
+static __always_inline struct tuning_knobs *knobs(void)
+{
+	u32 zero = 0;
+	return bpf_map_lookup_elem(&knobs_map, &zero);
+}
+
+static __always_inline struct topo_params *topo(void)
+{
+	u32 zero = 0;
+	return bpf_map_lookup_elem(&topo_map, &zero);
+}
+
+static __always_inline struct pandemonium_stats *stats(void)
+{
+	u32 zero = 0;
+	return bpf_map_lookup_elem(&stats_map, &zero);
+}
+
+#define STAT_INC(field)                                   \
+	do {                                              \
+		struct pandemonium_stats *__s = stats();  \
+		if (__s)                                  \
+			__s->field++;                     \
+	} while (0)
+
+static __always_inline struct task_ctx *task_ctx(const struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctx_stor, (struct task_struct *)p, 0, 0);
+}
+
+static __always_inline struct cpu_ctx *cpu_ctx(s32 cpu)
+{
+	return &cpu_ctxs[cpu & (MAX_CPUS - 1)];
+}
+
+static __always_inline bool cpu_is_online(s32 cpu)
+{
+	return cpu >= 0 && (u32)cpu < nr_cpu_ids_ro && cpu_ctx(cpu)->online;
+}
+
+static __always_inline u32 cpu_node(s32 cpu)
+{
+	u32 node = cpu_node_ro[cpu & (MAX_CPUS - 1)];
+	return node < MAX_NODES ? node : 0;
+}
+
+static __always_inline u64 node_dsq(u32 node)
+{
+	return NODE_DSQ_BASE + node;
+}
+
+static __always_inline u64 batch_dsq(u32 node)
+{
+	return BATCH_DSQ_BASE + node;
+}
+
+static __always_inline u32 log2_bucket(u64 v, u32 nr_buckets)
+{
+	u32 b = v ? 63 - __builtin_clzll(v) : 0;
+	return b < nr_buckets ? b : nr_buckets - 1;
+}
+
+#endif /* __PANDEMONIUM_STATE_BPF_H */

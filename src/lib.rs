@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! scx_pandemonium: a behavioral, adaptive sched_ext scheduler. The library holds everything the
+//! binary, the integration gate and the tools share.
+
+pub mod bpf_intf;
+pub mod bpf_skel;
+pub mod compositor;
+pub mod hist;
+pub mod layout;
+pub mod log;
+pub mod preflight;
+pub mod scheduler;
+pub mod telemetry;
+pub mod version;

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! scx_pandemonium: command line, preflight checks, and the load / run / restart loop.
+
+use anyhow::Result;
+use clap::Parser;
+use scx_pandemonium::scheduler::{Options, Scheduler};
+use scx_pandemonium::telemetry::{self, Snapshot};
+use scx_pandemonium::{compositor, info, preflight, version};
+use std::mem::MaybeUninit;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// A behavioral, adaptive sched_ext CPU scheduler.
+///
+/// Classifies every task as LAT_CRITICAL, INTERACTIVE or BATCH from how it behaves and keeps
+/// interactive work responsive under full CPU load. Needs root and a kernel with sched_ext
+/// (CONFIG_SCHED_CLASS_EXT, Linux 6.12+). Stop it with Ctrl-C or SIGTERM; the kernel's default
+/// scheduler takes over again at once.
+#[derive(Parser, Debug)]
+#[command(name = "scx_pandemonium", version, long_version = version::LONG_VERSION)]
+struct Cli {
+    /// BPF-only mode: run with the default knobs and no adaptive control loop.
+    #[arg(long)]
+    no_adaptive: bool,
+
+    /// Always treat processes with this name (comm, at most 15 bytes) as LAT_CRITICAL, in
+    /// addition to the built-in compositor list. Repeatable.
+    #[arg(long = "compositor", value_name = "NAME", value_parser = compositor::parse_name)]
+    compositors: Vec<String>,
+
+    /// Print one line of telemetry per second.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("scx_pandemonium: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: &Cli) -> Result<()> {
+    preflight::check(&preflight::System::live())?;
+
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let flag = shutdown.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))?;
+
+    let opts = Options {
+        compositors: cli.compositors.clone(),
+        verbose: cli.verbose,
+    };
+    info!(
+        "starting ({} mode)",
+        if cli.no_adaptive { "BPF-only" } else { "adaptive" }
+    );
+    loop {
+        let mut open_object = MaybeUninit::uninit();
+        let mut sched = Scheduler::init(&mut open_object, &opts)?;
+        let mut prev = Snapshot::default();
+        let mut prev_at = Instant::now();
+        let uei = sched.run(&shutdown, |s| {
+            let cur = Snapshot {
+                stats: s.read_stats()?,
+                hist: s.read_hist()?,
+            };
+            if opts.verbose {
+                let secs = prev_at.elapsed().as_secs_f64();
+                println!("{}", telemetry::line(&prev, &cur, secs, &telemetry::Extra::default()));
+            }
+            prev = cur;
+            prev_at = Instant::now();
+            Ok(())
+        })?;
+        if uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
+            info!("the kernel asked for a restart (CPU hotplug); reloading");
+            continue;
+        }
+        info!("detached; the kernel's default scheduler is back in charge");
+        return Ok(());
+    }
+}

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The BPF skeleton's lifecycle: open, fill rodata and maps, load, attach, run until told to stop
+//! or until the kernel ends the scheduler, detach. Also the map I/O the daemon needs.
+
+use crate::bpf_intf::{AffinityRow, CommKey, Hist, Pod, Stats, TopoParams, TuningKnobs};
+use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
+use crate::compositor;
+use crate::layout::Layout;
+use crate::{info, warn};
+use anyhow::{Context, Result};
+use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
+use scx_utils::{UserExitInfo, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+pub struct Options {
+    pub compositors: Vec<String>,
+    pub verbose: bool,
+}
+
+pub struct Scheduler<'obj> {
+    skel: BpfSkel<'obj>,
+    link: Option<Link>,
+    pub layout: Layout,
+    topo_knobs: TuningKnobs,
+}
+
+const ZERO: u32 = 0;
+
+impl<'obj> Scheduler<'obj> {
+    /// Opens, configures, loads and attaches the BPF scheduler. Loading a large program under
+    /// software emulation can take a minute or more; nothing here times out.
+    pub fn init(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &Options) -> Result<Self> {
+        let layout = Layout::detect(Path::new("/sys")).context("detecting the CPU topology")?;
+
+        let builder = BpfSkelBuilder::default();
+        let mut skel = scx_ops_open!(builder, open_object, pandemonium_ops, None)?;
+        let rodata = skel
+            .maps
+            .rodata_data
+            .as_mut()
+            .context("BPF object has no rodata")?;
+        rodata.nr_cpu_ids_ro = layout.nr_cpu_ids;
+        rodata.nr_nodes_ro = layout.nr_nodes;
+        for (slot, node) in rodata.cpu_node_ro.iter_mut().zip(&layout.cpu_node) {
+            *slot = *node;
+        }
+
+        let started = Instant::now();
+        info!(
+            "loading BPF program ({} possible CPUs, {} online, {} node(s))",
+            layout.nr_cpu_ids,
+            layout.online.len(),
+            layout.nr_nodes
+        );
+        let skel = scx_ops_load!(skel, pandemonium_ops, uei)?;
+        info!("BPF program loaded in {:.1} s", started.elapsed().as_secs_f64());
+
+        let topo_knobs = TuningKnobs {
+            topology_tau_ns: layout.tau_ns,
+            codel_eq_ns: layout.codel_eq_ns,
+            ..TuningKnobs::defaults()
+        };
+        let mut sched = Scheduler {
+            skel,
+            link: None,
+            layout,
+            topo_knobs,
+        };
+        sched.write_topology()?;
+        sched.write_knobs(&TuningKnobs::defaults())?;
+        sched.write_compositors(&compositor::all_names(&opts.compositors))?;
+
+        sched.link = Some(scx_ops_attach!(sched.skel, pandemonium_ops)?);
+        info!("scheduler attached");
+        Ok(sched)
+    }
+
+    fn write_topology(&mut self) -> Result<()> {
+        let maps = &self.skel.maps;
+        update(&maps.topo_map, &ZERO, &self.layout.params)?;
+        for (cpu, row) in self.layout.ranks.iter().enumerate() {
+            update(&maps.affinity_rank, &(cpu as u32), row)?;
+        }
+        Ok(())
+    }
+
+    /// Writes knobs, always carrying over the topology-owned fields.
+    pub fn write_knobs(&self, k: &TuningKnobs) -> Result<()> {
+        update(
+            &self.skel.maps.knobs_map,
+            &ZERO,
+            &k.with_topology_of(&self.topo_knobs),
+        )
+    }
+
+    pub fn read_knobs(&self) -> Result<TuningKnobs> {
+        lookup(&self.skel.maps.knobs_map, &ZERO)
+    }
+
+    pub fn topo_params(&self) -> Result<TopoParams> {
+        lookup(&self.skel.maps.topo_map, &ZERO)
+    }
+
+    pub fn affinity_row(&self, cpu: u32) -> Result<AffinityRow> {
+        lookup(&self.skel.maps.affinity_rank, &cpu)
+    }
+
+    fn write_compositors(&self, names: &[String]) -> Result<()> {
+        for name in names {
+            let key: CommKey = compositor::comm_key(name);
+            update(&self.skel.maps.compositor_map, &key, &1u8)
+                .with_context(|| format!("adding compositor {name:?}"))?;
+        }
+        Ok(())
+    }
+
+    /// Sum of the per-CPU counters since load.
+    pub fn read_stats(&self) -> Result<Stats> {
+        let mut total = Stats::default();
+        for v in lookup_percpu::<Stats>(&self.skel.maps.stats_map)? {
+            total.accumulate(&v);
+        }
+        Ok(total)
+    }
+
+    /// Sum of the per-CPU histograms since load (callers diff successive reads).
+    pub fn read_hist(&self) -> Result<Hist> {
+        let mut total = Hist::default();
+        for h in lookup_percpu::<Hist>(&self.skel.maps.hist_map)? {
+            for (t, row) in total.wake_lat.iter_mut().zip(h.wake_lat.iter()) {
+                for (a, b) in t.iter_mut().zip(row) {
+                    *a += b;
+                }
+            }
+            for (a, b) in total.sleep.iter_mut().zip(h.sleep.iter()) {
+                *a += b;
+            }
+        }
+        Ok(total)
+    }
+
+    pub fn exited(&self) -> bool {
+        uei_exited!(&self.skel, uei)
+    }
+
+    /// Runs until `shutdown` is set or the kernel ends the scheduler; `tick` is called about once
+    /// a second. Detaches and returns the kernel's exit record.
+    pub fn run(
+        &mut self,
+        shutdown: &Arc<AtomicBool>,
+        mut tick: impl FnMut(&Self) -> Result<()>,
+    ) -> Result<UserExitInfo> {
+        let period = Duration::from_secs(1);
+        let mut next = Instant::now() + period;
+        while !shutdown.load(Ordering::Relaxed) && !self.exited() {
+            std::thread::sleep(Duration::from_millis(100).min(next.saturating_duration_since(Instant::now())));
+            if Instant::now() >= next {
+                next += period;
+                if let Err(e) = tick(self) {
+                    warn!("telemetry: {e:#}");
+                }
+            }
+        }
+        // Dropping the struct_ops link detaches the scheduler; the kernel then records the exit.
+        self.link.take();
+        uei_report!(&self.skel, uei)
+    }
+}
+
+fn update<K: Pod, V: Pod>(map: &impl MapCore, key: &K, value: &V) -> Result<()> {
+    map.update(key.as_bytes(), value.as_bytes(), MapFlags::ANY)
+        .with_context(|| format!("updating BPF map {:?}", map.name()))
+}
+
+fn lookup<K: Pod, V: Pod>(map: &impl MapCore, key: &K) -> Result<V> {
+    let bytes = map
+        .lookup(key.as_bytes(), MapFlags::ANY)?
+        .with_context(|| format!("BPF map {:?} has no such key", map.name()))?;
+    V::from_bytes(&bytes).with_context(|| format!("BPF map {:?}: value size mismatch", map.name()))
+}
+
+fn lookup_percpu<V: Pod>(map: &impl MapCore) -> Result<Vec<V>> {
+    let per_cpu = map
+        .lookup_percpu(ZERO.as_bytes(), MapFlags::ANY)?
+        .with_context(|| format!("BPF map {:?} is empty", map.name()))?;
+    per_cpu
+        .iter()
+        .map(|b| {
+            V::from_bytes(b)
+                .with_context(|| format!("BPF map {:?}: value size mismatch", map.name()))
+        })
+        .collect()
+}

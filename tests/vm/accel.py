@@ -1,0 +1,96 @@
+"""Pick the QEMU accelerator: KVM only when it really runs a guest, else TCG.
+
+/dev/kvm can exist and open fine while every guest dies with "KVM internal error"
+(nested virtualization without the needed features), so KVM is probed by booting
+the actual guest kernel once; the verdict is cached per host boot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import time
+from pathlib import Path
+
+from pandemonium_common import cache_dir, log
+
+MODES = ("auto", "tcg-single", "tcg-multi", "kvm")
+# tcg thread=multi once oopsed the guest ("int3" in __schedule while sched_ext patched
+# kernel text); thread=single never did, so it is the safe default.
+QEMU_ACCEL_ARGS = {
+    "tcg-single": ["-accel", "tcg,thread=single"],
+    "tcg-multi": ["-accel", "tcg,thread=multi"],
+    "kvm": ["-accel", "kvm"],
+}
+PROBE_TIMEOUT_S = 20.0
+_KVM_FAILURE = ("KVM internal error", "emulation failure", "Could not access KVM",
+                "failed to initialize kvm", "KVM: entry failed")
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def probe_kvm(vmlinuz: Path, qemu: str = "qemu-system-x86_64") -> tuple[bool, str]:
+    """Boot the kernel under KVM with no root fs: a working KVM reaches the
+    "Kernel panic ... VFS" in about a second and QEMU exits (-no-reboot, panic=-1)."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False, "/dev/kvm missing or not accessible"
+    cmd = [qemu, "-accel", "kvm", "-machine", "q35", "-cpu", "host", "-m", "256",
+           "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio",
+           "-no-reboot", "-kernel", str(vmlinuz), "-append", "console=ttyS0 panic=-1"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    seen = b""
+    deadline = time.monotonic() + PROBE_TIMEOUT_S
+    try:
+        while time.monotonic() < deadline:
+            if not sel.select(timeout=0.5):
+                continue
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            seen = (seen + chunk)[-65536:]
+            text = seen.decode(errors="replace")
+            if any(f in text for f in _KVM_FAILURE):
+                return False, next(f for f in _KVM_FAILURE if f in text)
+            if "Kernel panic" in text or "Run /init" in text:
+                return True, "guest kernel booted under KVM"
+        return False, "no guest kernel output under KVM within the probe time"
+    finally:
+        proc.kill()
+        proc.wait()
+        sel.close()
+        proc.stdout.close()
+
+
+def kvm_works(vmlinuz: Path) -> bool:
+    cache = cache_dir() / "kvm-probe.json"
+    key = {"boot_id": _boot_id(), "kernel": str(vmlinuz), "size": vmlinuz.stat().st_size}
+    try:
+        saved = json.loads(cache.read_text())
+        if saved.get("key") == key:
+            return bool(saved["works"])
+    except (OSError, ValueError, KeyError):
+        pass
+    log.info("accel: probing KVM (up to %.0f s)...", PROBE_TIMEOUT_S)
+    works, why = probe_kvm(vmlinuz)
+    log.info("accel: KVM %s: %s", "works" if works else "unusable", why)
+    cache.write_text(json.dumps({"key": key, "works": works, "why": why}))
+    return works
+
+
+def resolve(mode: str, vmlinuz: Path) -> str:
+    """Concrete mode for `auto`; other modes are taken as asked."""
+    if mode not in MODES:
+        raise ValueError(f"unknown accel mode {mode!r}; choose from {', '.join(MODES)}")
+    if mode != "auto":
+        return mode
+    return "kvm" if kvm_works(vmlinuz) else "tcg-single"

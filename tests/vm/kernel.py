@@ -1,0 +1,187 @@
+"""Get a sched_ext-capable guest kernel (vmlinuz + its config), cached per version.
+
+Debian packages the kernel two ways: up to 6.x `linux-image-V` holds
+boot/vmlinuz-V and boot/config-V; from 7.x `linux-image-V` is a tiny meta package,
+the image is in `linux-binary-V` (usr/lib/modules/V/vmlinuz or boot/vmlinuz-V) and
+the config in `linux-base-V` (usr/lib/modules/V/config).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from pandemonium_common import PandemoniumError, cache_dir, log
+
+from .apt_private import PrivateApt
+
+DEFAULT_KERNEL = "6.18.15+deb13-cloud-amd64"
+FLAVOUR = "cloud-amd64"
+_KVER = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?\+deb(\d+)-([a-z0-9-]+)$")
+# A full linux-image package is megabytes; the 7.x meta package is a few KB.
+_META_MAX_KB = 1024
+
+
+class KernelError(PandemoniumError):
+    pass
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    version: str
+    vmlinuz_path: Path
+    config_path: Path
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """Sort key for Debian kernel ABI names like 7.2.13+deb14-cloud-amd64."""
+    m = _KVER.match(version)
+    if not m:
+        return (-1,)
+    major, minor, patch, deb, _ = m.groups()
+    return (int(major), int(minor), int(patch or 0), int(deb))
+
+
+def kernel_versions(pkgnames: list[str], flavour: str = FLAVOUR) -> dict[str, set[str]]:
+    """Map kernel version -> which of {image, binary, base} packages exist for it."""
+    found: dict[str, set[str]] = {}
+    pat = re.compile(rf"^linux-(image|binary|base)-(\d[^ ]*-{re.escape(flavour)})$")
+    for name in pkgnames:
+        m = pat.match(name)
+        if m and _KVER.match(m.group(2)):
+            found.setdefault(m.group(2), set()).add(m.group(1))
+    return found
+
+
+def choose_version(spec: str, versions: dict[str, set[str]], image_is_full) -> str:
+    """Resolve `latest`, a prefix like `7.3` or a full version against what apt offers.
+
+    A version qualifies only when both its image and its config can be had: some
+    7.x linux-binary packages were published without their linux-base.
+    """
+    def complete(v: str) -> bool:
+        kinds = versions[v]
+        if "base" in kinds:
+            return "binary" in kinds or "image" in kinds
+        return "image" in kinds and image_is_full(v)
+
+    if spec in versions:
+        return spec
+    if spec == "latest":
+        pool = [v for v in versions if version_key(v)[0] >= 7]
+    elif re.fullmatch(r"\d+(\.\d+){0,2}", spec):
+        pool = [v for v in versions if re.match(rf"^{re.escape(spec)}[.+]", v)]
+    else:
+        pool = []
+    for v in sorted(pool, key=version_key, reverse=True):
+        if complete(v):
+            return v
+    available = ", ".join(sorted(versions, key=version_key)) or "none"
+    raise KernelError(f"no complete kernel matches '{spec}'. Available {FLAVOUR} kernels: {available}")
+
+
+def _cached(version: str) -> KernelInfo | None:
+    d = cache_dir("kernels") / version
+    info = KernelInfo(version, d / "vmlinuz", d / f"config-{version}")
+    return info if info.vmlinuz_path.is_file() and info.config_path.is_file() else None
+
+
+def _from_local_dir(path: Path) -> KernelInfo:
+    images = sorted(path.glob("vmlinuz*")) + sorted(path.glob("bzImage"))
+    configs = sorted(path.glob("config*")) + sorted(path.glob(".config"))
+    if not images or not configs:
+        raise KernelError(f"{path}: need a vmlinuz* (or bzImage) and a config* file in it")
+    config = configs[0]
+    version = config.name.removeprefix("config-") if config.name.startswith("config-") else ""
+    if not version and images[0].name.startswith("vmlinuz-"):
+        version = images[0].name.removeprefix("vmlinuz-")
+    return KernelInfo(version or path.name, images[0], config)
+
+
+def _newest_cached(spec: str) -> KernelInfo | None:
+    root = cache_dir("kernels")
+    names = [p.name for p in root.iterdir() if p.is_dir() and _cached(p.name)]
+    if spec == "latest":
+        names = [n for n in names if version_key(n)[0] >= 7]
+    else:
+        names = [n for n in names if n == spec or re.match(rf"^{re.escape(spec)}[.+]", n)]
+    return _cached(max(names, key=version_key)) if names else None
+
+
+def _fetch(apt: PrivateApt, version: str, kinds: set[str]) -> KernelInfo:
+    dest = cache_dir("kernels") / version
+    work = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest.parent))
+    try:
+        packages = [f"linux-{k}-{version}" for k in ("image", "binary", "base") if k in kinds]
+        log.info("kernel: downloading %s", " ".join(packages))
+        debs = apt.download(packages, work)
+        for deb in debs:
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(work / "root")], check=True)
+        root = work / "root"
+        image = _first_file(root, [f"boot/vmlinuz-{version}", f"usr/lib/modules/{version}/vmlinuz"])
+        config = _first_file(root, [f"boot/config-{version}", f"usr/lib/modules/{version}/config"])
+        if not image or not config:
+            raise KernelError(f"packages {', '.join(d.name for d in debs)} lack "
+                              f"{'vmlinuz' if not image else 'config'} for {version}")
+        staged = work / "out"
+        staged.mkdir()
+        shutil.copy2(image, staged / "vmlinuz")
+        shutil.copy2(config, staged / f"config-{version}")
+        shutil.rmtree(dest, ignore_errors=True)
+        staged.rename(dest)  # atomic: a half-fetched kernel is never seen as cached
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    info = _cached(version)
+    assert info
+    log.info("kernel: cached %s in %s", version, dest)
+    return info
+
+
+def _first_file(root: Path, candidates: list[str]) -> Path | None:
+    for rel in candidates:
+        if (root / rel).is_file():
+            return root / rel
+    return None
+
+
+def ensure_kernel(spec: str | None = None, refresh: bool = False) -> KernelInfo:
+    """spec: None/'default', 'latest' (newest 7.x cloud kernel), a version prefix
+    ('7.3'), a full version ('7.3.4+deb13-cloud-amd64'), or a directory holding
+    vmlinuz* and config*. A cached full version costs no network at all."""
+    spec = (spec or "default").strip()
+    if spec == "default":
+        spec = DEFAULT_KERNEL
+    if "/" in spec or Path(spec).is_dir():
+        path = Path(spec).expanduser()
+        if not path.is_dir():
+            raise KernelError(f"kernel directory {path} does not exist")
+        return _from_local_dir(path)
+    if not refresh and (hit := _cached(spec)):
+        return hit
+
+    apt = PrivateApt()
+    try:
+        # 'latest' or a prefix needs the package lists; reuse them while fresh.
+        apt.ensure_lists(force=refresh)
+        versions = kernel_versions(apt.pkgnames("linux-"))
+        if spec not in versions and _KVER.match(spec) and not refresh:
+            apt.ensure_lists(force=True)  # maybe published since the lists were fetched
+            versions = kernel_versions(apt.pkgnames("linux-"))
+        version = choose_version(
+            spec, versions, lambda v: apt.installed_size_kb(f"linux-image-{v}") > _META_MAX_KB)
+    except PandemoniumError as exc:
+        fallback = _newest_cached(spec)
+        if fallback:
+            log.warning("kernel: %s; using cached %s", exc, fallback.version)
+            return fallback
+        raise
+    if not refresh and (hit := _cached(version)):
+        return hit
+    kinds = versions[version]
+    if "binary" in kinds:
+        kinds = kinds - {"image"}  # 7.x meta package: nothing to take from it
+    return _fetch(apt, version, kinds)
