@@ -82,7 +82,12 @@ fn build() -> Result<()> {
         .context("bindgen over src/bpf/intf.h")?
         .write_to_file(out_dir.join("bpf_intf_gen.rs"))?;
 
-    for dep in [BPF_SRC, INTF_H, "include/scx/pandemonium_compat.h", "build.rs"] {
+    for dep in [
+        BPF_SRC,
+        INTF_H,
+        "include/scx/pandemonium_compat.h",
+        "build.rs",
+    ] {
         println!("cargo:rerun-if-changed={dep}");
     }
     for entry in fs::read_dir("src/bpf")? {
@@ -138,7 +143,11 @@ fn find_clang() -> Result<(String, String)> {
     bail!(
         "no clang >= {MIN_CLANG} found (found: {}). Install one (Debian bookworm: apt-get install clang-19) \
          and/or set BPF_CLANG=clang-19",
-        if seen.is_empty() { "none".into() } else { seen.join(", ") }
+        if seen.is_empty() {
+            "none".into()
+        } else {
+            seen.join(", ")
+        }
     )
 }
 
@@ -173,9 +182,15 @@ fn extract_headers(bundle: &Path, dest: &Path) -> Result<()> {
 fn prepare_vmlinux_h(bundle: &Path, out: &Path) -> Result<String> {
     fs::create_dir_all(out)?;
     let (text, origin) = if let Ok(path) = env::var("PANDEMONIUM_VMLINUX_H") {
-        (fs::read_to_string(&path)?, format!("PANDEMONIUM_VMLINUX_H={path}"))
+        (
+            fs::read_to_string(&path)?,
+            format!("PANDEMONIUM_VMLINUX_H={path}"),
+        )
     } else if let Some(text) = running_kernel_vmlinux_h() {
-        (text, "running kernel BTF (/sys/kernel/btf/vmlinux via bpftool)".into())
+        (
+            text,
+            "running kernel BTF (/sys/kernel/btf/vmlinux via bpftool)".into(),
+        )
     } else {
         let dir = bundle.join("arch/x86");
         let versioned = fs::read_dir(&dir)?
@@ -200,7 +215,14 @@ fn running_kernel_vmlinux_h() -> Option<String> {
         return None;
     }
     let out = Command::new("bpftool")
-        .args(["btf", "dump", "file", "/sys/kernel/btf/vmlinux", "format", "c"])
+        .args([
+            "btf",
+            "dump",
+            "file",
+            "/sys/kernel/btf/vmlinux",
+            "format",
+            "c",
+        ])
         .output()
         .ok()?;
     out.status
@@ -221,7 +243,7 @@ fn patch_for_c23(text: &str) -> String {
         // enum { false = 0, true = 1, };  (split over several lines by bpftool)
         if t == "enum {" {
             let mut block = vec![line.to_string()];
-            while let Some(next) = lines.next() {
+            for next in lines.by_ref() {
                 block.push(next.to_string());
                 if next.trim_start().starts_with('}') {
                     break;

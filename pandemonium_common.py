@@ -43,7 +43,8 @@ def _add_short_level(record: logging.LogRecord) -> bool:
 def banner(message: str) -> None:
     """A warning nobody can miss in a long console transcript (oops retries, untrusted apt)."""
     line = "!" * 72
-    log.warning("\n%s\n!!! %s\n%s", line, message, line)
+    for text in (line, f"!!! {message}", line):
+        log.warning("%s", text)
 
 
 def die(message: str, code: int = 1) -> NoReturn:

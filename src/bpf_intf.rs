@@ -204,7 +204,7 @@ const _: () = assert!(MAX_NODES == c::pandemonium_consts_MAX_NODES as usize);
 const _: () = assert!(COMM_LEN == c::pandemonium_consts_COMM_LEN as usize);
 const _: () = assert!(NR_LAT_BUCKETS == c::pandemonium_consts_NR_LAT_BUCKETS as usize);
 const _: () = assert!(NR_SLEEP_BUCKETS == c::pandemonium_consts_NR_SLEEP_BUCKETS as usize);
-const _: () = assert!(AFFINITY_SENTINEL == c::pandemonium_consts_AFFINITY_SENTINEL as u32);
+const _: () = assert!(AFFINITY_SENTINEL as u64 == c::pandemonium_consts_AFFINITY_SENTINEL as u64);
 const _: () = assert!(NODE_DSQ_BASE == c::pandemonium_dsq_NODE_DSQ_BASE as u64);
 const _: () = assert!(BATCH_DSQ_BASE == c::pandemonium_dsq_BATCH_DSQ_BASE as u64);
 const _: () = assert!(NR_TIERS == c::pandemonium_tier_NR_TIERS as usize);
@@ -215,25 +215,78 @@ const _: () = assert!(AffinityMode::Off as u64 == c::affinity_mode_AFFINITY_OFF 
 const _: () = assert!(AffinityMode::Weak as u64 == c::affinity_mode_AFFINITY_WEAK as u64);
 const _: () = assert!(AffinityMode::Strong as u64 == c::affinity_mode_AFFINITY_STRONG as u64);
 
-assert_same_layout!(TuningKnobs, c::tuning_knobs, [
-    slice_ns, preempt_thresh_ns, lag_scale, batch_slice_ns, burst_slice_ns, lat_cri_thresh_high,
-    lat_cri_thresh_low, affinity_mode, sojourn_thresh_ns, topology_tau_ns, codel_eq_ns,
-]);
-assert_same_layout!(TopoParams, c::topo_params, [
-    sojourn_interval_ns, overflow_rescue_ns, starvation_rescue_ns, codel_target_floor_ns,
-    codel_target_max_ns, vtime_ceiling_ns, lag_cap_ns, longrun_thresh_ns, spill_search_budget,
-    affinity_search_budget, pcpu_dsq_depth, longrun_preempt_shift, damping_shift, spring_shift,
-]);
-assert_same_layout!(Stats, c::pandemonium_stats, [
-    nr_dispatches, nr_idle_hits, nr_shared, nr_pcpu, nr_spills, nr_preempt, nr_keep_running,
-    nr_hard_kicks, nr_soft_kicks, nr_enq_wakeup, nr_enq_requeue, nr_steals, nr_overflow_rescue,
-    nr_starvation_rescue, nr_offline_drain, nr_rank_offline_skips, l2_hit, l2_miss,
-    wake_lat_sum_ns, wake_lat_cnt, wake_lat_max_ns,
-]);
+assert_same_layout!(
+    TuningKnobs,
+    c::tuning_knobs,
+    [
+        slice_ns,
+        preempt_thresh_ns,
+        lag_scale,
+        batch_slice_ns,
+        burst_slice_ns,
+        lat_cri_thresh_high,
+        lat_cri_thresh_low,
+        affinity_mode,
+        sojourn_thresh_ns,
+        topology_tau_ns,
+        codel_eq_ns,
+    ]
+);
+assert_same_layout!(
+    TopoParams,
+    c::topo_params,
+    [
+        sojourn_interval_ns,
+        overflow_rescue_ns,
+        starvation_rescue_ns,
+        codel_target_floor_ns,
+        codel_target_max_ns,
+        vtime_ceiling_ns,
+        lag_cap_ns,
+        longrun_thresh_ns,
+        spill_search_budget,
+        affinity_search_budget,
+        pcpu_dsq_depth,
+        longrun_preempt_shift,
+        damping_shift,
+        spring_shift,
+    ]
+);
+assert_same_layout!(
+    Stats,
+    c::pandemonium_stats,
+    [
+        nr_dispatches,
+        nr_idle_hits,
+        nr_shared,
+        nr_pcpu,
+        nr_spills,
+        nr_preempt,
+        nr_keep_running,
+        nr_hard_kicks,
+        nr_soft_kicks,
+        nr_enq_wakeup,
+        nr_enq_requeue,
+        nr_steals,
+        nr_overflow_rescue,
+        nr_starvation_rescue,
+        nr_offline_drain,
+        nr_rank_offline_skips,
+        l2_hit,
+        l2_miss,
+        wake_lat_sum_ns,
+        wake_lat_cnt,
+        wake_lat_max_ns,
+    ]
+);
 assert_same_layout!(Hist, c::pandemonium_hist, [wake_lat, sleep]);
 assert_same_layout!(AffinityRow, c::affinity_row, [cpus]);
 assert_same_layout!(CommKey, c::comm_key, [comm]);
-assert_same_layout!(TaskClassEntry, c::task_class_entry, [tier, confident, samples, avg_runtime_ns]);
+assert_same_layout!(
+    TaskClassEntry,
+    c::task_class_entry,
+    [tier, confident, samples, avg_runtime_ns]
+);
 
 impl TuningKnobs {
     /// The defaults BPF-only mode runs with, and the adaptive loop's starting point.
@@ -270,10 +323,24 @@ impl Stats {
             ($($f:ident),*) => { $(self.$f = self.$f.wrapping_add(o.$f);)* };
         }
         add!(
-            nr_dispatches, nr_idle_hits, nr_shared, nr_pcpu, nr_spills, nr_preempt,
-            nr_keep_running, nr_hard_kicks, nr_soft_kicks, nr_enq_wakeup, nr_enq_requeue,
-            nr_steals, nr_overflow_rescue, nr_starvation_rescue, nr_offline_drain,
-            nr_rank_offline_skips, wake_lat_sum_ns, wake_lat_cnt
+            nr_dispatches,
+            nr_idle_hits,
+            nr_shared,
+            nr_pcpu,
+            nr_spills,
+            nr_preempt,
+            nr_keep_running,
+            nr_hard_kicks,
+            nr_soft_kicks,
+            nr_enq_wakeup,
+            nr_enq_requeue,
+            nr_steals,
+            nr_overflow_rescue,
+            nr_starvation_rescue,
+            nr_offline_drain,
+            nr_rank_offline_skips,
+            wake_lat_sum_ns,
+            wake_lat_cnt
         );
         for t in 0..NR_TIERS {
             self.l2_hit[t] = self.l2_hit[t].wrapping_add(o.l2_hit[t]);
@@ -331,8 +398,17 @@ mod tests {
 
     #[test]
     fn stats_accumulate_sums_and_keeps_max() {
-        let mut a = Stats { nr_dispatches: 3, wake_lat_max_ns: 10, ..Default::default() };
-        let b = Stats { nr_dispatches: 4, wake_lat_max_ns: 7, l2_hit: [1, 2, 3], ..Default::default() };
+        let mut a = Stats {
+            nr_dispatches: 3,
+            wake_lat_max_ns: 10,
+            ..Default::default()
+        };
+        let b = Stats {
+            nr_dispatches: 4,
+            wake_lat_max_ns: 7,
+            l2_hit: [1, 2, 3],
+            ..Default::default()
+        };
         a.accumulate(&b);
         assert_eq!(a.nr_dispatches, 7);
         assert_eq!(a.wake_lat_max_ns, 10);

@@ -2,7 +2,9 @@
 //! What the BPF side needs to know about the machine, gathered in one place before load: CPU and
 //! node counts, the affinity rank rows and the tau-derived parameters.
 
-use crate::bpf_intf::{AFFINITY_SENTINEL, AffinityRow, MAX_AFFINITY_CANDIDATES, MAX_CPUS, TopoParams};
+use crate::bpf_intf::{
+    AFFINITY_SENTINEL, AffinityRow, MAX_AFFINITY_CANDIDATES, MAX_CPUS, TopoParams,
+};
 use anyhow::{Context, Result, bail};
 use std::fs;
 use std::path::Path;
@@ -58,7 +60,9 @@ impl Layout {
         if let Ok(entries) = fs::read_dir(sysfs.join("devices/system/node")) {
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().to_string();
-                let Some(node) = name.strip_prefix("node").and_then(|n| n.parse::<u16>().ok())
+                let Some(node) = name
+                    .strip_prefix("node")
+                    .and_then(|n| n.parse::<u16>().ok())
                 else {
                     continue;
                 };
@@ -110,7 +114,11 @@ fn id_distance_row(cpu: u32, online: &[u32]) -> AffinityRow {
     }
     let mut others: Vec<u32> = online.iter().copied().filter(|&c| c != cpu).collect();
     others.sort_by_key(|&c| (c.abs_diff(cpu), c));
-    for (slot, c) in row.cpus.iter_mut().zip(others.into_iter().take(MAX_AFFINITY_CANDIDATES)) {
+    for (slot, c) in row
+        .cpus
+        .iter_mut()
+        .zip(others.into_iter().take(MAX_AFFINITY_CANDIDATES))
+    {
         *slot = c;
     }
     debug_assert!(row.cpus.iter().all(|&c| c != cpu || c == AFFINITY_SENTINEL));

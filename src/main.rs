@@ -59,7 +59,11 @@ fn run(cli: &Cli) -> Result<()> {
     };
     info!(
         "starting ({} mode)",
-        if cli.no_adaptive { "BPF-only" } else { "adaptive" }
+        if cli.no_adaptive {
+            "BPF-only"
+        } else {
+            "adaptive"
+        }
     );
     loop {
         let mut open_object = MaybeUninit::uninit();
@@ -73,7 +77,10 @@ fn run(cli: &Cli) -> Result<()> {
             };
             if opts.verbose {
                 let secs = prev_at.elapsed().as_secs_f64();
-                println!("{}", telemetry::line(&prev, &cur, secs, &telemetry::Extra::default()));
+                println!(
+                    "{}",
+                    telemetry::line(&prev, &cur, secs, &telemetry::Extra::default())
+                );
             }
             prev = cur;
             prev_at = Instant::now();

@@ -71,7 +71,10 @@ pub struct SchedExtState {
 /// Reads `state` and the attached scheduler's name; `None` if the kernel has no sched_ext.
 pub fn sched_ext_state(sysfs: &Path) -> Option<SchedExtState> {
     let dir = sysfs.join("kernel/sched_ext");
-    let state = fs::read_to_string(dir.join("state")).ok()?.trim().to_string();
+    let state = fs::read_to_string(dir.join("state"))
+        .ok()?
+        .trim()
+        .to_string();
     let ops = fs::read_to_string(dir.join("root/ops"))
         .ok()
         .map(|s| s.trim().to_string())
@@ -151,7 +154,12 @@ mod tests {
     fn no_sched_ext_is_reported_first_and_points_at_the_vm() {
         let (_d, sys) = fake(None, None, 1000);
         let err = check(&sys).unwrap_err();
-        assert_eq!(err, Refusal::NoSchedExt { kernel: "6.1.0-test".into() });
+        assert_eq!(
+            err,
+            Refusal::NoSchedExt {
+                kernel: "6.1.0-test".into()
+            }
+        );
         let msg = err.to_string();
         assert!(msg.contains("CONFIG_SCHED_CLASS_EXT"), "{msg}");
         assert!(msg.contains("pandemonium.py vm"), "{msg}");
@@ -169,7 +177,12 @@ mod tests {
     fn attached_scheduler_is_named() {
         let (_d, sys) = fake(Some("enabled"), Some("lavd_1.0.0_x86_64"), 0);
         let err = check(&sys).unwrap_err();
-        assert_eq!(err, Refusal::AlreadyAttached { name: "lavd_1.0.0_x86_64".into() });
+        assert_eq!(
+            err,
+            Refusal::AlreadyAttached {
+                name: "lavd_1.0.0_x86_64".into()
+            }
+        );
         assert!(err.to_string().contains("lavd_1.0.0_x86_64"));
     }
 

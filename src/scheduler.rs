@@ -57,7 +57,10 @@ impl<'obj> Scheduler<'obj> {
             layout.nr_nodes
         );
         let skel = scx_ops_load!(skel, pandemonium_ops, uei)?;
-        info!("BPF program loaded in {:.1} s", started.elapsed().as_secs_f64());
+        info!(
+            "BPF program loaded in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
 
         let topo_knobs = TuningKnobs {
             topology_tau_ns: layout.tau_ns,
@@ -157,7 +160,9 @@ impl<'obj> Scheduler<'obj> {
         let period = Duration::from_secs(1);
         let mut next = Instant::now() + period;
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
-            std::thread::sleep(Duration::from_millis(100).min(next.saturating_duration_since(Instant::now())));
+            std::thread::sleep(
+                Duration::from_millis(100).min(next.saturating_duration_since(Instant::now())),
+            );
             if Instant::now() >= next {
                 next += period;
                 if let Err(e) = tick(self) {

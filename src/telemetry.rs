@@ -26,7 +26,9 @@ fn us(ns: u64) -> String {
 }
 
 fn pct(num: u64, den: u64) -> String {
-    if den == 0 { "-".into() } else { format!("{}%", num * 100 / den) }
+    (num * 100)
+        .checked_div(den)
+        .map_or("-".into(), |v| format!("{v}%"))
 }
 
 /// Formats one line from two snapshots `secs` apart.
@@ -37,18 +39,30 @@ pub fn line(prev: &Snapshot, cur: &Snapshot, secs: f64, extra: &Extra) -> String
 
     let wakes = d(s.nr_enq_wakeup, p.nr_enq_wakeup) + d(s.nr_idle_hits, p.nr_idle_hits);
     let lat_n = d(s.wake_lat_cnt, p.wake_lat_cnt);
-    let lat_avg = if lat_n == 0 { "-".into() } else { us(d(s.wake_lat_sum_ns, p.wake_lat_sum_ns) / lat_n) };
+    let lat_avg = d(s.wake_lat_sum_ns, p.wake_lat_sum_ns)
+        .checked_div(lat_n)
+        .map_or("-".into(), us);
     let mut all = vec![0u64; cur.hist.wake_lat[0].len()];
     for t in 0..NR_TIERS {
-        for (a, v) in all.iter_mut().zip(hist::delta(&cur.hist.wake_lat[t], &prev.hist.wake_lat[t])) {
+        for (a, v) in all
+            .iter_mut()
+            .zip(hist::delta(&cur.hist.wake_lat[t], &prev.hist.wake_lat[t]))
+        {
             *a += v;
         }
     }
     let p99 = hist::percentile_ns(&all, 0.99).map_or("-".into(), us);
-    let l2 = |t: usize| pct(d(s.l2_hit[t], p.l2_hit[t]), d(s.l2_hit[t], p.l2_hit[t]) + d(s.l2_miss[t], p.l2_miss[t]));
+    let l2 = |t: usize| {
+        pct(
+            d(s.l2_hit[t], p.l2_hit[t]),
+            d(s.l2_hit[t], p.l2_hit[t]) + d(s.l2_miss[t], p.l2_miss[t]),
+        )
+    };
     let procdb = extra.procdb.map_or("-".into(), |(n, c)| format!("{n}/{c}"));
     let sleep = extra.sleep_io_pct.map_or("-".into(), |v| format!("{v}%"));
-    let sjrn = extra.sojourn_ns.map_or("-".into(), |(c, t)| format!("{}ms/{}ms", c / 1_000_000, t / 1_000_000));
+    let sjrn = extra.sojourn_ns.map_or("-".into(), |(c, t)| {
+        format!("{}ms/{}ms", c / 1_000_000, t / 1_000_000)
+    });
     let regime = extra.regime.clone().unwrap_or_else(|| "-".into());
 
     format!(
@@ -71,7 +85,8 @@ pub fn line(prev: &Snapshot, cur: &Snapshot, secs: f64, extra: &Extra) -> String
         procdb,
         sleep,
         sjrn,
-        d(s.nr_overflow_rescue, p.nr_overflow_rescue) + d(s.nr_starvation_rescue, p.nr_starvation_rescue),
+        d(s.nr_overflow_rescue, p.nr_overflow_rescue)
+            + d(s.nr_starvation_rescue, p.nr_starvation_rescue),
         regime,
     )
 }
@@ -94,7 +109,10 @@ mod tests {
         assert!(l.starts_with("d/s: 1000 "), "{l}");
         assert!(l.contains("idle: 25%"), "{l}");
         assert!(l.contains("wake: 4us p99: 8us"), "{l}");
-        assert!(l.contains("procdb: - sleep: io=- sjrn: - rescue: 0 [-]"), "{l}");
+        assert!(
+            l.contains("procdb: - sleep: io=- sjrn: - rescue: 0 [-]"),
+            "{l}"
+        );
     }
 
     #[test]
@@ -106,6 +124,9 @@ mod tests {
             regime: Some("MIXED".into()),
         };
         let l = line(&Snapshot::default(), &Snapshot::default(), 1.0, &e);
-        assert!(l.contains("procdb: 42/5 sleep: io=87% sjrn: 3ms/5ms rescue: 0 [MIXED]"), "{l}");
+        assert!(
+            l.contains("procdb: 42/5 sleep: io=87% sjrn: 3ms/5ms rescue: 0 [MIXED]"),
+            "{l}"
+        );
     }
 }

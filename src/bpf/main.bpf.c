@@ -123,7 +123,7 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	tctx->enqueue_at = 0;
 	h = bpf_map_lookup_elem(&hist_map, &zero);
 	if (h)
-		h->wake_lat[tctx->tier % NR_TIERS][log2_bucket(lat, NR_LAT_BUCKETS)]++;
+		h->wake_lat[tier_idx(tctx->tier)][log2_bucket(lat, NR_LAT_BUCKETS)]++;
 	s = stats();
 	if (s) {
 		s->wake_lat_sum_ns += lat;

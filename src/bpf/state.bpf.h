@@ -146,10 +146,19 @@ static __always_inline u64 batch_dsq(u32 node)
 	return BATCH_DSQ_BASE + node;
 }
 
+/* Bucket counts are powers of two, so the final mask is both the clamp and the verifier's bound. */
 static __always_inline u32 log2_bucket(u64 v, u32 nr_buckets)
 {
 	u32 b = v ? 63 - __builtin_clzll(v) : 0;
-	return b < nr_buckets ? b : nr_buckets - 1;
+
+	if (b >= nr_buckets)
+		b = nr_buckets - 1;
+	return b & (nr_buckets - 1);
+}
+
+static __always_inline u32 tier_idx(u8 tier)
+{
+	return tier < NR_TIERS ? tier : TIER_INTERACTIVE;
 }
 
 #endif /* __PANDEMONIUM_STATE_BPF_H */

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -73,7 +74,9 @@ def probe_kvm(vmlinuz: Path, qemu: str = "qemu-system-x86_64") -> tuple[bool, st
 
 def kvm_works(vmlinuz: Path) -> bool:
     cache = cache_dir() / "kvm-probe.json"
-    key = {"boot_id": _boot_id(), "kernel": str(vmlinuz), "size": vmlinuz.stat().st_size}
+    # Whether KVM works is a property of this host boot and QEMU build, not of the kernel.
+    qemu = shutil.which("qemu-system-x86_64") or ""
+    key = {"boot_id": _boot_id(), "qemu": qemu, "qemu_mtime": os.path.getmtime(qemu) if qemu else 0}
     try:
         saved = json.loads(cache.read_text())
         if saved.get("key") == key:

@@ -13,6 +13,7 @@ import io
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,10 +134,11 @@ def build_base(kernel_version: str, config_path: Path, files: list[GuestFile],
         return out
     log.info("initramfs: building %s (%.1f MiB uncompressed, %d files)", out.name,
              len(raw.getbuffer()) / 2**20, len(b.archive.entries))
-    tmp = out.with_suffix(".tmp")
     data = gzip.compress(raw.getvalue(), compresslevel=1, mtime=0) if compress else raw.getvalue()
-    tmp.write_bytes(data)
-    tmp.rename(out)
+    # Unique temp name + rename: concurrent builders of the same image never see a torn file.
+    with tempfile.NamedTemporaryFile(dir=cache, prefix=".tmp-", delete=False) as tmp:
+        tmp.write(data)
+    os.replace(tmp.name, out)
     _prune(cache)
     return out
 

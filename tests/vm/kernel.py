@@ -8,7 +8,9 @@ the config in `linux-base-V` (usr/lib/modules/V/config).
 
 from __future__ import annotations
 
+import fcntl
 import re
+import struct
 import shutil
 import subprocess
 import tempfile
@@ -90,16 +92,27 @@ def _cached(version: str) -> KernelInfo | None:
     return info if info.vmlinuz_path.is_file() and info.config_path.is_file() else None
 
 
+def bzimage_version(path: Path) -> str | None:
+    """The release string (what `uname -r` will say) from a bzImage's setup header.
+    The guest needs it to put the config at /boot/config-$(uname -r) for libbpf."""
+    with open(path, "rb") as f:
+        head = f.read(0x8000)
+    if len(head) < 0x210 or head[0x202:0x206] != b"HdrS":
+        return None
+    offset = struct.unpack_from("<H", head, 0x20E)[0] + 0x200
+    text = head[offset:offset + 256].split(b"\0", 1)[0].decode(errors="replace")
+    return text.split(" ", 1)[0] or None
+
+
 def _from_local_dir(path: Path) -> KernelInfo:
     images = sorted(path.glob("vmlinuz*")) + sorted(path.glob("bzImage"))
     configs = sorted(path.glob("config*")) + sorted(path.glob(".config"))
     if not images or not configs:
         raise KernelError(f"{path}: need a vmlinuz* (or bzImage) and a config* file in it")
-    config = configs[0]
-    version = config.name.removeprefix("config-") if config.name.startswith("config-") else ""
-    if not version and images[0].name.startswith("vmlinuz-"):
-        version = images[0].name.removeprefix("vmlinuz-")
-    return KernelInfo(version or path.name, images[0], config)
+    version = bzimage_version(images[0])
+    if not version:
+        raise KernelError(f"{images[0]} is not a bzImage (no Linux setup header)")
+    return KernelInfo(version, images[0], configs[0])
 
 
 def _newest_cached(spec: str) -> KernelInfo | None:
@@ -164,6 +177,13 @@ def ensure_kernel(spec: str | None = None, refresh: bool = False) -> KernelInfo:
         return hit
 
     apt = PrivateApt()
+    # Concurrent runs would collide on apt's own lock and on the kernel directory.
+    with open(cache_dir() / ".kernel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _resolve_and_fetch(apt, spec, refresh)
+
+
+def _resolve_and_fetch(apt: PrivateApt, spec: str, refresh: bool) -> KernelInfo:
     try:
         # 'latest' or a prefix needs the package lists; reuse them while fresh.
         apt.ensure_lists(force=refresh)

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Pieces the gate layers share: the scheduler process, sched_ext state, CPU hotplug, the kernel
+//! log, and workloads that count their own progress.
+#![allow(dead_code)]
+
+pub mod workload;
+
+use scx_pandemonium::preflight::sched_ext_state;
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Loading a large BPF program under software emulation has taken up to ~100 s; allow plenty.
+pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(400);
+pub const DETACH_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub fn sysfs() -> &'static Path {
+    Path::new("/sys")
+}
+
+pub fn state() -> String {
+    sched_ext_state(sysfs())
+        .map(|s| s.state)
+        .unwrap_or_else(|| "absent".into())
+}
+
+pub fn attached_ops() -> Option<String> {
+    sched_ext_state(sysfs()).and_then(|s| s.ops)
+}
+
+/// Panics with the reason when the gate cannot run here at all: it needs root and sched_ext.
+pub fn require_gate_environment() {
+    let st = sched_ext_state(sysfs()).unwrap_or_else(|| {
+        panic!("the gate needs a kernel with sched_ext; run it with ./pandemonium.py test")
+    });
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "the gate needs root");
+    assert_eq!(
+        st.state, "disabled",
+        "a sched_ext scheduler is already attached: {:?}",
+        st.ops
+    );
+}
+
+pub fn scheduler_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("PANDEMONIUM_BIN") {
+        return PathBuf::from(p);
+    }
+    for dir in ["/usr/local/bin", env!("CARGO_MANIFEST_DIR")] {
+        let p = Path::new(dir).join("scx_pandemonium");
+        if p.exists() {
+            return p;
+        }
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/scx_pandemonium")
+}
+
+/// Extra scheduler arguments for every layer (e.g. `--no-adaptive`), from PANDEMONIUM_GATE_ARGS.
+pub fn gate_args() -> Vec<String> {
+    std::env::var("PANDEMONIUM_GATE_ARGS")
+        .map(|s| s.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
+}
+
+/// A running scx_pandemonium whose output goes to a log file, printed when the handle is dropped.
+pub struct SchedulerProc {
+    child: Child,
+    log: PathBuf,
+    reaped: Option<ExitStatus>,
+}
+
+impl SchedulerProc {
+    pub fn start(extra: &[&str]) -> SchedulerProc {
+        let log = std::env::temp_dir().join(format!("pandemonium-gate-{}.log", std::process::id()));
+        let out = fs::File::create(&log).expect("creating the scheduler log");
+        let err = out.try_clone().unwrap();
+        let bin = scheduler_binary();
+        let mut cmd = Command::new(&bin);
+        cmd.args(gate_args()).args(extra);
+        eprintln!("gate: starting {cmd:?}");
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
+        SchedulerProc {
+            child,
+            log,
+            reaped: None,
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn output(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the kernel reports our scheduler enabled; panics with its output otherwise.
+    pub fn wait_attached(&mut self) -> Duration {
+        let t0 = Instant::now();
+        while t0.elapsed() < ATTACH_TIMEOUT {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                panic!(
+                    "scheduler exited before attaching ({st}):\n{}",
+                    self.output()
+                );
+            }
+            if state() == "enabled" && attached_ops().is_some_and(|o| o.starts_with("pandemonium"))
+            {
+                return t0.elapsed();
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!(
+            "scheduler did not attach within {:?} (state {}):\n{}",
+            ATTACH_TIMEOUT,
+            state(),
+            self.output()
+        );
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: plain kill(2) on our own child.
+        assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0, "kill({sig})");
+    }
+
+    /// Waits for exit, at most `limit`; kills it and panics if it hangs.
+    pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+        let t0 = Instant::now();
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                self.reaped = Some(st);
+                return st;
+            }
+            if t0.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!(
+                    "scheduler did not exit within {limit:?}:\n{}",
+                    self.output()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for SchedulerProc {
+    fn drop(&mut self) {
+        if self.reaped.is_none() && self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        eprintln!("---- scheduler output ----\n{}---- end ----", self.output());
+        let _ = fs::remove_file(&self.log);
+    }
+}
+
+/// Waits until sched_ext reports `want`, at most `limit`.
+pub fn wait_state(want: &str, limit: Duration) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if state() == want {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+pub fn online_cpus() -> Vec<u32> {
+    let text = fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    scx_pandemonium::layout::parse_cpulist(&text).unwrap()
+}
+
+/// Takes `cpu` offline (false) or back online (true); panics if the kernel refuses.
+pub fn set_cpu_online(cpu: u32, online: bool) {
+    let path = format!("/sys/devices/system/cpu/cpu{cpu}/online");
+    fs::write(&path, if online { "1" } else { "0" })
+        .unwrap_or_else(|e| panic!("writing {path}: {e}"));
+}
+
+/// Kernel log lines since boot, read from /dev/kmsg without blocking.
+pub fn kernel_log() -> Vec<String> {
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open("/dev/kmsg")
+        .expect("opening /dev/kmsg");
+    let mut lines = Vec::new();
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let rec = String::from_utf8_lossy(&buf[..n]);
+                // "<prio>,<seq>,<ts>,<flags>;message"
+                lines.push(
+                    rec.split_once(';')
+                        .map_or(&*rec, |(_, m)| m)
+                        .trim_end()
+                        .to_string(),
+                );
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
+            Err(_) => break,
+        }
+    }
+    lines
+}
+
+/// Kernel log lines that mean the scheduler misbehaved: a stall ejection, an error exit, or a
+/// kernel warning. A plain "unregistered from user space" detach is the expected ending.
+pub fn kernel_complaints(log: &[String]) -> Vec<String> {
+    log.iter()
+        .filter(|l| {
+            l.contains("runnable task stall")
+                || (l.contains("sched_ext")
+                    && l.contains("disabled (")
+                    && !l.contains("unregistered from user space"))
+                || l.contains("BUG:")
+                || l.contains("WARNING:")
+        })
+        .cloned()
+        .collect()
+}

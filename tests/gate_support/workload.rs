@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Workloads for the gate. Every worker counts its progress and stamps when it last made some, so
+//! a monitor can report the worst time any worker went without running.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Progress of one worker: how much it did, and when it last did anything.
+pub struct Progress {
+    pub name: String,
+    pub count: AtomicU64,
+    last_ns: AtomicU64,
+    worst_gap_ns: AtomicU64,
+}
+
+fn now_ns(epoch: Instant) -> u64 {
+    epoch.elapsed().as_nanos() as u64
+}
+
+impl Progress {
+    fn tick(&self, epoch: Instant) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.last_ns.store(now_ns(epoch), Ordering::Relaxed);
+    }
+}
+
+/// A set of workers started together and stopped together.
+pub struct Mix {
+    epoch: Instant,
+    stop: Arc<AtomicBool>,
+    pub workers: Vec<Arc<Progress>>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl Default for Mix {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Mix {
+    pub fn new() -> Mix {
+        Mix {
+            epoch: Instant::now(),
+            stop: Arc::new(AtomicBool::new(false)),
+            workers: Vec::new(),
+            handles: Vec::new(),
+        }
+    }
+
+    fn spawn(
+        &mut self,
+        name: String,
+        body: impl FnOnce(Arc<Progress>, Arc<AtomicBool>, Instant) + Send + 'static,
+    ) {
+        let p = Arc::new(Progress {
+            name: name.clone(),
+            count: AtomicU64::new(0),
+            last_ns: AtomicU64::new(now_ns(self.epoch)),
+            worst_gap_ns: AtomicU64::new(0),
+        });
+        let (pp, stop, epoch) = (p.clone(), self.stop.clone(), self.epoch);
+        self.workers.push(p);
+        self.handles.push(
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(move || body(pp, stop, epoch))
+                .expect("spawning a worker thread"),
+        );
+    }
+
+    /// `n` busy loops that never sleep.
+    pub fn hogs(&mut self, n: usize) -> &mut Self {
+        for i in 0..n {
+            self.spawn(format!("hog{i}"), |p, stop, epoch| {
+                let mut x = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..20_000 {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
+                    }
+                    p.tick(epoch);
+                }
+            });
+        }
+        self
+    }
+
+    /// fork+exec+wait of a trivial program in a loop.
+    pub fn fork_loop(&mut self) -> &mut Self {
+        self.spawn("forker".into(), |p, stop, epoch| {
+            while !stop.load(Ordering::Relaxed) {
+                let st = Command::new("true")
+                    .stdin(Stdio::null())
+                    .status()
+                    .expect("running `true`");
+                assert!(st.success(), "`true` failed: {st}");
+                p.tick(epoch);
+            }
+        });
+        self
+    }
+
+    /// Two threads bouncing one byte over a socket pair: the classic wake-the-partner pattern.
+    pub fn ping_pong(&mut self) -> &mut Self {
+        let (mut a, mut b) = UnixStream::pair().expect("socketpair");
+        b.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        a.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        self.spawn("pong".into(), move |p, stop, epoch| {
+            let mut buf = [0u8; 1];
+            while !stop.load(Ordering::Relaxed) {
+                if b.read_exact(&mut buf).is_ok() && b.write_all(&buf).is_ok() {
+                    p.tick(epoch);
+                }
+            }
+        });
+        self.spawn("ping".into(), move |p, stop, epoch| {
+            let mut buf = [7u8; 1];
+            while !stop.load(Ordering::Relaxed) {
+                if a.write_all(&buf).is_ok() && a.read_exact(&mut buf).is_ok() {
+                    p.tick(epoch);
+                }
+            }
+        });
+        self
+    }
+
+    /// Samples every worker's time since last progress for `dur`, keeping the worst per worker,
+    /// then stops and joins everything.
+    pub fn run_for(mut self, dur: Duration, mut during: impl FnMut(Duration)) -> Vec<Report> {
+        let t0 = Instant::now();
+        while t0.elapsed() < dur {
+            std::thread::sleep(Duration::from_millis(10));
+            let now = now_ns(self.epoch);
+            for w in &self.workers {
+                let gap = now.saturating_sub(w.last_ns.load(Ordering::Relaxed));
+                w.worst_gap_ns.fetch_max(gap, Ordering::Relaxed);
+            }
+            during(t0.elapsed());
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        for h in self.handles.drain(..) {
+            h.join().expect("a worker panicked");
+        }
+        self.workers
+            .iter()
+            .map(|w| Report {
+                name: w.name.clone(),
+                count: w.count.load(Ordering::Relaxed),
+                worst_gap: Duration::from_nanos(w.worst_gap_ns.load(Ordering::Relaxed)),
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug)]
+pub struct Report {
+    pub name: String,
+    pub count: u64,
+    pub worst_gap: Duration,
+}
