@@ -3,13 +3,14 @@
 //! `#[ignore]`d so `cargo test` on an ordinary host skips it; `./pandemonium.py test` runs it
 //! inside the VM with `--ignored --test-threads=1`.
 //!
-//! Layers: load (implemented), classify, latency, responsiveness, contention (not yet: listed in
+//! Layers: load and errors (implemented), classify, latency, responsiveness, contention (not yet: listed in
 //! TODO_LAYERS and reported as skipped by full_gate, never as passes).
 
 mod gate_support;
 
 use gate_support::workload::Mix;
 use gate_support::*;
+use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 /// Layers that do not exist yet, with the issue that brings them. full_gate prints them as skipped.
@@ -108,6 +109,56 @@ fn layer_load() {
     );
 }
 
+/// The refusals that need a real sched_ext kernel: not root, and a scheduler already attached.
+fn layer_errors() {
+    require_gate_environment();
+    let bin = scheduler_binary();
+
+    let o = std::process::Command::new(&bin)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("running the scheduler as nobody");
+    let t = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "as nobody: {t}");
+    assert!(
+        t.contains("must run as root") && t.contains("sudo"),
+        "as nobody: {t}"
+    );
+
+    let mut first = SchedulerProc::start(&[]);
+    first.wait_attached();
+    let o = std::process::Command::new(&bin)
+        .output()
+        .expect("starting a second instance");
+    let t = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "second instance: {t}");
+    assert!(
+        t.contains("already attached: pandemonium"),
+        "second instance: {t}"
+    );
+    assert!(!t.contains("panicked"), "{t}");
+    assert_eq!(
+        state(),
+        "enabled",
+        "the second instance disturbed the first"
+    );
+
+    first.signal(libc::SIGTERM);
+    assert!(
+        first.wait_exit(DETACH_TIMEOUT).success(),
+        "SIGTERM exit:\n{}",
+        first.output()
+    );
+    assert!(wait_state("disabled", Duration::from_secs(10)));
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn errors() {
+    layer_errors();
+}
+
 #[test]
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn load() {
@@ -119,6 +170,8 @@ fn load() {
 fn full_gate() {
     layer_load();
     eprintln!("gate full_gate: load passed");
+    layer_errors();
+    eprintln!("gate full_gate: errors passed");
     for (layer, why) in TODO_LAYERS {
         eprintln!("GATE-SKIP {layer}: not implemented yet: {why}");
     }

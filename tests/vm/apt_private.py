@@ -118,10 +118,17 @@ class PrivateApt:
         proc = self._run(["apt-cache", "pkgnames", prefix], show=False)
         return sorted(proc.stdout.split()) if proc.returncode == 0 else []
 
-    def installed_size_kb(self, package: str) -> int:
-        proc = self._run(["apt-cache", "show", "--no-all-versions", package], show=False)
-        m = re.search(r"^Installed-Size:\s*(\d+)", proc.stdout, re.MULTILINE)
-        return int(m.group(1)) if m else 0
+    def installed_sizes_kb(self, packages: list[str]) -> dict[str, int]:
+        if not packages:
+            return {}
+        proc = self._run(["apt-cache", "show", "--no-all-versions", *packages], show=False)
+        sizes = {}
+        for stanza in proc.stdout.split("\n\n"):
+            name = re.search(r"^Package:\s*(\S+)", stanza, re.MULTILINE)
+            size = re.search(r"^Installed-Size:\s*(\d+)", stanza, re.MULTILINE)
+            if name and size:
+                sizes[name.group(1)] = int(size.group(1))
+        return sizes
 
     def download(self, packages: list[str], dest: Path) -> list[Path]:
         if self.is_trusted_mode():

@@ -59,31 +59,34 @@ def kernel_versions(pkgnames: list[str], flavour: str = FLAVOUR) -> dict[str, se
     return found
 
 
-def choose_version(spec: str, versions: dict[str, set[str]], image_is_full) -> str:
-    """Resolve `latest`, a prefix like `7.3` or a full version against what apt offers.
-
-    A version qualifies only when both its image and its config can be had: some
-    7.x linux-binary packages were published without their linux-base.
-    """
+def complete_versions(versions: dict[str, set[str]], full_images: set[str]) -> list[str]:
+    """Versions whose image and config can both be had, oldest first. Some 7.x
+    linux-binary packages were published without their linux-base (config)."""
     def complete(v: str) -> bool:
         kinds = versions[v]
         if "base" in kinds:
             return "binary" in kinds or "image" in kinds
-        return "image" in kinds and image_is_full(v)
+        return "image" in kinds and v in full_images
+    return sorted((v for v in versions if complete(v)), key=version_key)
 
-    if spec in versions:
-        return spec
+
+def choose_version(spec: str, versions: dict[str, set[str]], full_images: set[str]) -> str:
+    """Resolve `latest` (newest 7.x), a prefix like `7.3`, or a full version.
+    full_images: versions whose linux-image package is a real image, not a meta."""
+    usable = complete_versions(versions, full_images)
     if spec == "latest":
-        pool = [v for v in versions if version_key(v)[0] >= 7]
+        pool = [v for v in usable if version_key(v)[0] >= 7]
     elif re.fullmatch(r"\d+(\.\d+){0,2}", spec):
-        pool = [v for v in versions if re.match(rf"^{re.escape(spec)}[.+]", v)]
+        pool = [v for v in usable if re.match(rf"^{re.escape(spec)}[.+]", v)]
     else:
-        pool = []
-    for v in sorted(pool, key=version_key, reverse=True):
-        if complete(v):
-            return v
-    available = ", ".join(sorted(versions, key=version_key)) or "none"
-    raise KernelError(f"no complete kernel matches '{spec}'. Available {FLAVOUR} kernels: {available}")
+        pool = [v for v in usable if v == spec]
+    if pool:
+        return pool[-1]
+    incomplete = sorted(set(versions) - set(usable), key=version_key)
+    msg = f"no usable {FLAVOUR} kernel matches '{spec}'. Usable: {', '.join(usable) or 'none'}"
+    if incomplete:
+        msg += f". Published without image or config: {', '.join(incomplete)}"
+    raise KernelError(msg)
 
 
 def _cached(version: str) -> KernelInfo | None:
@@ -191,8 +194,9 @@ def _resolve_and_fetch(apt: PrivateApt, spec: str, refresh: bool) -> KernelInfo:
         if spec not in versions and _KVER.match(spec) and not refresh:
             apt.ensure_lists(force=True)  # maybe published since the lists were fetched
             versions = kernel_versions(apt.pkgnames("linux-"))
-        version = choose_version(
-            spec, versions, lambda v: apt.installed_size_kb(f"linux-image-{v}") > _META_MAX_KB)
+        sizes = apt.installed_sizes_kb([f"linux-image-{v}" for v in versions if "image" in versions[v]])
+        full = {v for v in versions if sizes.get(f"linux-image-{v}", 0) > _META_MAX_KB}
+        version = choose_version(spec, versions, full)
     except PandemoniumError as exc:
         fallback = _newest_cached(spec)
         if fallback:
