@@ -23,10 +23,11 @@ def add_vm_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "vm", help="run a command as root inside a QEMU guest with a sched_ext kernel",
-        description="Boot a sched_ext-capable Debian kernel in QEMU with an initramfs "
-                    "holding busybox, the built scheduler and any --add/--tool files, run "
-                    "CMD there, and exit with its exit status (124: guest timed out, "
-                    "125: guest died without reporting one).",
+        description="Boot a sched_ext-capable Debian kernel in QEMU with an initramfs holding\n"
+                    "busybox, the built scheduler and any --add/--tool files, run CMD there as\n"
+                    "root, and exit with its exit status (124: the guest timed out, 125: the\n"
+                    "guest died without reporting one). Kernels are fetched with apt from the\n"
+                    "host's Debian mirror and cached under ~/.cache/pandemonium.",
         epilog="examples:\n"
                "  %(prog)s --cpus 2 -- uname -r\n"
                "  %(prog)s --tool stress-ng -- stress-ng --cpu 2 -t 5\n"

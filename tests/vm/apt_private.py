@@ -23,7 +23,7 @@ from .apt_sources import system_debian_mirror
 KERNEL_SUITES = ("trixie-backports", "sid", "experimental")
 # Suites used only to fetch a newer debian-archive-keyring: each Debian release is
 # also signed with the previous release's key, so the chain can be walked forward.
-BOOTSTRAP_SUITES = ("stable", "testing")
+BOOTSTRAP_SUITES = ("oldstable", "stable", "testing")
 DEFAULT_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 LISTS_MAX_AGE_S = 24 * 3600
 
@@ -136,7 +136,8 @@ class PrivateApt:
         before = set(dest.glob("*.deb"))
         proc = self._run(["apt-get", "-q", "download", *packages], cwd=dest)
         if proc.returncode != 0:
-            raise AptError(f"apt-get download {' '.join(packages)} failed:\n{proc.stdout.strip()}")
+            errors = [l for l in proc.stdout.splitlines() if l.startswith("E:")] or [proc.stdout.strip()]
+            raise AptError(f"apt-get download {' '.join(packages)} failed:\n" + "\n".join(errors))
         return sorted(set(dest.glob("*.deb")) - before)
 
     # -- setup with keyring fallback -----------------------------------------
@@ -163,7 +164,10 @@ class PrivateApt:
         if not ok:
             failed = signature_failed_suites(out)
             if not failed:
-                raise AptError(f"apt-get update failed:\n{out.strip()}")
+                hint = ("\n(an expired Release file means a stale snapshot mirror: "
+                        "Acquire::Check-Valid-Until=false in apt.conf.d allows it)"
+                        if "expired" in out else "")
+                raise AptError(f"apt-get update failed:\n{out.strip()}{hint}")
             log.warning("apt: %s cannot be verified with %s; fetching a newer "
                         "debian-archive-keyring", ", ".join(sorted(failed)), keyring_path)
             ok = False
@@ -172,11 +176,17 @@ class PrivateApt:
             if stored:
                 self.write_sources(mirror, KERNEL_SUITES, stored[-1])
                 ok, out = self.update()
-            if not ok:
-                newer = self._bootstrap_keyring(mirror, keyring_path)
-                if newer:
-                    self.write_sources(mirror, KERNEL_SUITES, newer)
-                    ok, out = self.update()
+            # Walk the chain forward: each keyring fetched may verify newer suites.
+            keyring_now = keyring_path
+            for _ in range(3):
+                if ok:
+                    break
+                newer = self._bootstrap_keyring(mirror, keyring_now)
+                if not newer or newer.read_bytes() == keyring_now.read_bytes():
+                    break
+                keyring_now = newer
+                self.write_sources(mirror, KERNEL_SUITES, newer)
+                ok, out = self.update()
             if not ok:
                 banner("apt signatures could NOT be verified with any available keyring: "
                        "falling back to [trusted=yes] for the kernel suites. The kernel "
@@ -197,7 +207,7 @@ class PrivateApt:
             for name in ("debian-archive-keyring.pgp", "debian-archive-keyring.gpg"):
                 found = work / "x/usr/share/keyrings" / name
                 if found.exists():
-                    dest = self.root / f"keyring-{debs[0].name}.{name.rsplit('.', 1)[1]}"
+                    dest = self.root / f"keyring-{debs[0].stem}.{name.rsplit('.', 1)[1]}"
                     shutil.copy2(found.resolve(), dest)
                     log.info("apt: using keyring from %s", debs[0].name)
                     return dest

@@ -104,7 +104,7 @@ def pick_debian_mirror(entries: list[SourceEntry]) -> tuple[str, str | None]:
     candidates.sort(key=lambda c: 0 if c[0].endswith("/debian") else 1)  # stable sort keeps order
     uri, entry = candidates[0]
     keyring = entry.options.get("signed-by")
-    if keyring and not keyring.startswith("/"):
+    if not keyring or not keyring.startswith("/"):
         keyring = None  # inline key block or fingerprint: fall back to the default keyrings
     return uri, keyring
 

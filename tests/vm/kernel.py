@@ -9,9 +9,10 @@ the config in `linux-base-V` (usr/lib/modules/V/config).
 from __future__ import annotations
 
 import fcntl
+import json
 import re
-import struct
 import shutil
+import struct
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -187,6 +188,8 @@ def ensure_kernel(spec: str | None = None, refresh: bool = False) -> KernelInfo:
 
 
 def _resolve_and_fetch(apt: PrivateApt, spec: str, refresh: bool) -> KernelInfo:
+    if not refresh and apt.lists_fresh() and (hit := _memo(apt).get(spec)) and (info := _cached(hit)):
+        return info
     try:
         # 'latest' or a prefix needs the package lists; reuse them while fresh.
         apt.ensure_lists(force=refresh)
@@ -203,9 +206,26 @@ def _resolve_and_fetch(apt: PrivateApt, spec: str, refresh: bool) -> KernelInfo:
             log.warning("kernel: %s; using cached %s", exc, fallback.version)
             return fallback
         raise
-    if not refresh and (hit := _cached(version)):
-        return hit
-    kinds = versions[version]
-    if "binary" in kinds:
-        kinds = kinds - {"image"}  # 7.x meta package: nothing to take from it
-    return _fetch(apt, version, kinds)
+    info = None if refresh else _cached(version)
+    if not info:
+        kinds = versions[version]
+        if "binary" in kinds:
+            kinds = kinds - {"image"}  # 7.x meta package: nothing to take from it
+        info = _fetch(apt, version, kinds)
+    _remember(apt, spec, version)
+    return info
+
+
+def _memo(apt: PrivateApt) -> dict[str, str]:
+    """Earlier resolutions of 'latest'/prefixes (~1 s of apt-cache each), valid as
+    long as the package lists they were made from."""
+    try:
+        saved = json.loads((cache_dir("kernels") / "resolved.json").read_text())
+        return saved["specs"] if saved.get("lists") == apt.stamp.stat().st_mtime else {}
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def _remember(apt: PrivateApt, spec: str, version: str) -> None:
+    saved = {"lists": apt.stamp.stat().st_mtime, "specs": {**_memo(apt), spec: version}}
+    (cache_dir("kernels") / "resolved.json").write_text(json.dumps(saved))

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError, log
+from pandemonium_common import PandemoniumError
 
 from .accel import QEMU_ACCEL_ARGS
 from .console import ConsoleState
@@ -21,6 +21,8 @@ QEMU = "qemu-system-x86_64"
 # boot chatter. panic=-1 + oops=panic + -no-reboot: an oops ends QEMU at once
 # instead of leaving a wedged guest to run into the timeout.
 BASE_CMDLINE = "console=ttyS0 loglevel=5 panic=-1 oops=panic rdinit=/init"
+# After these QEMU stops the vCPU but keeps running: waiting for the timeout is pointless.
+_QEMU_FATAL = (b"KVM internal error", b"emulation failure")
 
 
 class QemuError(PandemoniumError):
@@ -33,6 +35,7 @@ class BootResult:
     qemu_rc: int | None
     timed_out: bool
     duration_s: float
+    stop_reason: str | None = None  # why the harness stopped QEMU early, if it did
 
     @property
     def exit_code(self) -> int | None:
@@ -61,6 +64,7 @@ def boot(cmd: list[str], console: ConsoleState, *, timeout_s: float, log_path: P
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
         timed_out = False
+        stop_reason = None
         pending = b""
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
@@ -80,6 +84,10 @@ def boot(cmd: list[str], console: ConsoleState, *, timeout_s: float, log_path: P
                 *lines, pending = (pending + chunk).split(b"\n")
                 for line in lines:
                     _handle(line, console, echo)
+                fatal = next((f for f in _QEMU_FATAL for line in lines if f in line), None)
+                if fatal:
+                    stop_reason = f"QEMU reported '{fatal.decode()}'"
+                    break
             if pending:
                 _handle(pending, console, echo)
         finally:
@@ -92,7 +100,8 @@ def boot(cmd: list[str], console: ConsoleState, *, timeout_s: float, log_path: P
                     proc.kill()
             rc = proc.wait()
             proc.stdout.close()
-    return BootResult(console, None if timed_out else rc, timed_out, time.monotonic() - start)
+    return BootResult(console, None if timed_out else rc, timed_out, time.monotonic() - start,
+                      stop_reason)
 
 
 def _handle(raw: bytes, console: ConsoleState, echo: bool) -> None:

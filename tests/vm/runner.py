@@ -139,7 +139,12 @@ def _finish(result: VmResult, boot: qemu.BootResult, console: ConsoleState,
                   " (a kernel oops was seen)" if console.oops_seen else "", result.log_path)
     else:
         result.rc = RC_GUEST_DIED
-        what = "after a kernel oops/panic" if console.oops_seen else f"(QEMU exit status {boot.qemu_rc})"
+        if console.oops_seen:
+            what = "after a kernel oops/panic"
+        elif boot.stop_reason:
+            what = f"({boot.stop_reason})"
+        else:
+            what = f"(QEMU exit status {boot.qemu_rc})"
         log.error("vm: guest died without reporting an exit status %s; log: %s", what, result.log_path)
         for line in console.oops_lines[:5]:
             log.error("vm:   %s", line)
