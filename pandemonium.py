@@ -11,9 +11,10 @@ mistaken for their own.
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 
-from pandemonium_common import PandemoniumError, die, setup_logging
+from pandemonium_common import PROJECT_ROOT, PandemoniumError, die, log, setup_logging
 
 
 def add_vm_parser(sub: argparse._SubParsersAction) -> None:
@@ -87,7 +88,126 @@ def cmd_vm(args: argparse.Namespace) -> int:
     return result.rc
 
 
-COMMANDS = [add_vm_parser]
+def add_build_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("build", help="build the scheduler (release)",
+                       description="Install missing build packages (as root) and run "
+                                   "cargo build --release. CARGO_TARGET_DIR is honored.")
+    p.set_defaults(func=cmd_build)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    import pandemonium_build as build
+
+    build.ensure_packages(vm=False)
+    log.info("built %s", build.build_release())
+    return 0
+
+
+def add_run_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run", help="build and run the scheduler (in the VM when this kernel lacks sched_ext)",
+        description="Build scx_pandemonium and run it. On a kernel with sched_ext it runs "
+                    "here (needs root) until Ctrl-C. Otherwise it boots the project's VM and "
+                    "runs it there for --duration seconds, with --hogs CPU hogs as load.",
+        epilog="examples:\n  %(prog)s\n  %(prog)s -- --no-adaptive -v\n"
+               "  %(prog)s --vm --cpus 4 --hogs 8 --duration 60",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--vm", action="store_true", help="use the VM even if this kernel has sched_ext")
+    p.add_argument("--cpus", type=int, default=2, metavar="N", help="VM vCPUs (default: 2)")
+    p.add_argument("--duration", type=int, default=30, metavar="S",
+                   help="VM only: stop the scheduler with SIGINT after S seconds (default: 30)")
+    p.add_argument("--hogs", type=int, default=None, metavar="N",
+                   help="VM only: CPU hogs to run meanwhile (default: 2 per vCPU)")
+    p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")
+    p.add_argument("sched_args", nargs=argparse.REMAINDER, metavar="-- ARGS",
+                   help="arguments for scx_pandemonium (default: -v)")
+    p.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import os
+    import shlex
+
+    import pandemonium_build as build
+
+    sched_args = (args.passthrough if args.passthrough is not None else args.sched_args) or ["-v"]
+    native = os.path.isdir("/sys/kernel/sched_ext") and not args.vm
+    build.ensure_packages(vm=not native)
+    binary = build.build_release()
+    if native:
+        cmd = [str(binary), *sched_args]
+        if os.geteuid() != 0:
+            cmd = ["sudo", *cmd]
+        log.info("this kernel has sched_ext: running %s (Ctrl-C stops it)", " ".join(cmd))
+        return subprocess.call(cmd)
+
+    from tests.vm import run_in_vm
+
+    if args.duration < 1 or args.cpus < 1:
+        die("run: --duration and --cpus must be at least 1", 2)
+    hogs = args.cpus * 2 if args.hogs is None else args.hogs
+    log.info("this kernel has no sched_ext: running scx_pandemonium in the VM for %d s "
+             "(%d vCPU, %d CPU hogs)", args.duration, args.cpus, hogs)
+    script = (f"i=0; while [ $i -lt {hogs} ]; do (while :; do :; done) & i=$((i+1)); done; "
+              f"timeout -s INT {args.duration} scx_pandemonium {shlex.join(sched_args)}; "
+              "rc=$?; [ $rc -eq 124 ] && rc=0; exit $rc")
+    res = run_in_vm(["sh", "-c", script], cpus=args.cpus, kernel=args.kernel,
+                    timeout=args.duration + 600)
+    return res.rc
+
+
+def add_test_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "test", help="host unit tests, then the integration gate in the VM",
+        description="Install missing packages (as root), run cargo test and the Python tests "
+                    "on the host, then the integration gate (tests/gate.rs) inside the VM at "
+                    "each --cpus count.",
+        epilog="examples:\n  %(prog)s\n  %(prog)s --gate load\n  %(prog)s --gate load --cpus 4",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--gate", metavar="LAYER[,LAYER]",
+                   help="run only these gate layers (load, errors, classify, latency, "
+                        "responsiveness, contention, full_gate); default: full_gate")
+    p.add_argument("--cpus", default="2,4", metavar="N[,N]",
+                   help="vCPU counts to run the gate at (default: 2,4)")
+    p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")
+    p.add_argument("--accel", default="tcg-single",
+                   help="VM accelerator (default: tcg-single, the one that never oopsed)")
+    p.add_argument("--no-host", action="store_true", help="skip the host tests")
+    p.add_argument("--no-gate", action="store_true", help="skip the VM gate")
+    p.set_defaults(func=cmd_test)
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    import time
+
+    import pandemonium_build as build
+    from tests import gate_runner
+
+    started = time.monotonic()
+    try:
+        cpus_list = [int(c) for c in args.cpus.split(",") if c.strip()]
+    except ValueError:
+        die(f"test: --cpus {args.cpus!r}: expected numbers like 2,4", 2)
+    layers = gate_runner.parse_layers(args.gate)
+    build.ensure_packages(vm=not args.no_gate)
+    build.build_release()
+    if not args.no_host:
+        build.cargo("test", "--release", "--locked")
+        log.info("$ python3 -m pytest -q tests")
+        if subprocess.call([sys.executable, "-m", "pytest", "-q", "tests"],
+                           cwd=PROJECT_ROOT) != 0:
+            die("python tests failed")
+    if args.no_gate:
+        return 0
+    gate = build.test_executable("gate")
+    runs = gate_runner.run_gate(gate, layers, cpus_list, args.kernel, args.accel)
+    passed, failed, skipped = gate_runner.summarize(runs)
+    log.info("test: finished in %.0f s", time.monotonic() - started)
+    print(f"gate: {passed} passed, {failed} failed, {skipped} skipped", flush=True)
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+COMMANDS = [add_build_parser, add_run_parser, add_test_parser, add_vm_parser]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -108,6 +108,7 @@ pub struct Stats {
     pub nr_starvation_rescue: u64,
     pub nr_offline_drain: u64,
     pub nr_rank_offline_skips: u64,
+    pub nr_pinned: u64,
     pub l2_hit: [u64; NR_TIERS],
     pub l2_miss: [u64; NR_TIERS],
     pub wake_lat_sum_ns: u64,
@@ -272,6 +273,7 @@ assert_same_layout!(
         nr_starvation_rescue,
         nr_offline_drain,
         nr_rank_offline_skips,
+        nr_pinned,
         l2_hit,
         l2_miss,
         wake_lat_sum_ns,
@@ -339,6 +341,7 @@ impl Stats {
             nr_starvation_rescue,
             nr_offline_drain,
             nr_rank_offline_skips,
+            nr_pinned,
             wake_lat_sum_ns,
             wake_lat_cnt
         );

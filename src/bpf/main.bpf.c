@@ -51,12 +51,17 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	vtime = task_vtime(p, k, tp);
 
 	/*
-	 * A task that can run on one CPU only must be queued where that CPU looks first: in a shared
-	 * DSQ it would wait for that one CPU to reach the overflow steps.
+	 * A task that can run on one CPU only goes straight to that CPU's local DSQ. In a shared DSQ
+	 * it would wait for that one CPU to reach the overflow steps; in our per-CPU DSQ it would be
+	 * stranded when the CPU goes offline, because the kernel stops calling dispatch() on an
+	 * offline CPU while its per-CPU kthreads (ksoftirqd, cpuhp) must still run there to let the
+	 * hotplug finish.
 	 */
 	if (p->nr_cpus_allowed == 1 || is_migration_disabled(p)) {
-		insert_pcpu(p, tctx, cpu, slice, vtime, enq_flags);
+		mark_enqueued(tctx, bpf_ktime_get_ns());
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		STAT_INC(nr_pinned);
 		return;
 	}
 

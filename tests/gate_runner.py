@@ -1,0 +1,88 @@
+"""Runs the integration gate (tests/gate.rs) inside the VM, once per vCPU count, and summarizes.
+
+The gate binary is an ordinary libtest executable; it runs as root in the guest with --ignored.
+Layers the binary does not contain yet are reported as skipped, never as passed.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pandemonium_common import PandemoniumError, log
+
+KNOWN_LAYERS = ["load", "errors", "classify", "latency", "responsiveness", "contention", "full_gate"]
+GUEST_GATE = "/usr/local/bin/gate"
+
+
+@dataclass
+class GateRun:
+    cpus: int
+    kernel: str
+    layers: list[str]
+    rc: int
+    accel: str
+    duration_s: float
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.rc == 0
+
+
+def listed_tests(gate: Path) -> set[str]:
+    out = subprocess.run([str(gate), "--list", "--ignored"], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise PandemoniumError(f"{gate} --list failed: {out.stderr.strip()}")
+    return {m.group(1) for m in re.finditer(r"^(\w+): test$", out.stdout, re.M)}
+
+
+def parse_layers(spec: str | None) -> list[str]:
+    if not spec:
+        return ["full_gate"]
+    layers = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [layer for layer in layers if layer not in KNOWN_LAYERS]
+    if unknown:
+        raise PandemoniumError(f"unknown gate layer(s): {', '.join(unknown)}; "
+                               f"known: {', '.join(KNOWN_LAYERS)}")
+    return layers
+
+
+def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, accel: str,
+             extra_args: str = "") -> list[GateRun]:
+    from tests.vm import run_in_vm
+
+    available = listed_tests(gate)
+    todo = [layer for layer in layers if layer not in available]
+    runnable = [layer for layer in layers if layer in available]
+    for layer in todo:
+        log.warning("gate layer %s: SKIPPED (not implemented yet)", layer)
+    runs = []
+    for cpus in cpus_list:
+        if not runnable:
+            runs.append(GateRun(cpus, kernel, [], 0, "-", 0.0, todo))
+            continue
+        log.info("gate: %s at %d vCPUs on kernel %s", ",".join(runnable), cpus, kernel)
+        cmd = [GUEST_GATE, "--ignored", "--test-threads=1", "--exact", "--nocapture", *runnable]
+        env = {"PANDEMONIUM_GATE_ARGS": extra_args} if extra_args else None
+        res = run_in_vm(cmd, cpus=cpus, kernel=kernel, accel=accel, add=[(str(gate), GUEST_GATE)],
+                        env=env)
+        runs.append(GateRun(cpus, res.kernel_version, runnable, res.rc, res.accel_used,
+                            res.duration_s, todo))
+    return runs
+
+
+def summarize(runs: list[GateRun]) -> tuple[int, int, int]:
+    passed = sum(1 for r in runs if r.layers and r.passed)
+    failed = sum(1 for r in runs if r.layers and not r.passed)
+    skipped = sum(len(r.skipped) for r in runs)
+    log.info("gate summary:")
+    for r in runs:
+        verdict = "PASS" if r.passed else f"FAIL (exit {r.rc})"
+        log.info("  %d vCPU  %-28s %-30s %-6s %5.1f s  %s", r.cpus, r.kernel,
+                 ",".join(r.layers) or "-", r.accel, r.duration_s, verdict)
+        if r.skipped:
+            log.info("           skipped (not implemented yet): %s", ", ".join(r.skipped))
+    return passed, failed, skipped
