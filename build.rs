@@ -82,12 +82,7 @@ fn build() -> Result<()> {
         .context("bindgen over src/bpf/intf.h")?
         .write_to_file(out_dir.join("bpf_intf_gen.rs"))?;
 
-    for dep in [
-        BPF_SRC,
-        INTF_H,
-        "include/scx/pandemonium_compat.h",
-        "build.rs",
-    ] {
+    for dep in [BPF_SRC, INTF_H, "build.rs"] {
         println!("cargo:rerun-if-changed={dep}");
     }
     for entry in fs::read_dir("src/bpf")? {

@@ -15,6 +15,8 @@ pub struct Layout {
     pub nr_nodes: u32,
     /// NUMA node of each possible CPU id.
     pub cpu_node: Vec<u16>,
+    /// L2 domain id of each possible CPU id.
+    pub cpu_l2: Vec<u16>,
     /// One row per possible CPU id; offline CPUs get an all-sentinel row.
     pub ranks: Vec<AffinityRow>,
     pub params: TopoParams,
@@ -98,6 +100,7 @@ impl Layout {
             online,
             nr_nodes,
             cpu_node,
+            cpu_l2: (0..nr_cpu_ids as u16).collect(),
             ranks,
             params,
             tau_ns: 0,

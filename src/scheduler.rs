@@ -48,6 +48,9 @@ impl<'obj> Scheduler<'obj> {
         for (slot, node) in rodata.cpu_node_ro.iter_mut().zip(&layout.cpu_node) {
             *slot = *node;
         }
+        for (slot, l2) in rodata.cpu_l2_ro.iter_mut().zip(&layout.cpu_l2) {
+            *slot = *l2;
+        }
 
         let started = Instant::now();
         info!(

@@ -6,12 +6,36 @@
 #include <scx/common.bpf.h>
 #include "intf.h"
 #include "state.bpf.h"
+#include "classify.bpf.h"
 #include "placement.bpf.h"
 #include "dispatch.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
 UEI_DEFINE(uei);
+
+/*
+ * A synchronous wakeup between two tasks that mostly wake each other (both wakee_flips below the
+ * CPU count, the test the kernel's wake_wide() uses) is a pipe pair: keep the wakee near the
+ * waker, by R_eff, so the data they share stays in cache.
+ */
+static __always_inline s32 wake_sync_target(struct task_struct *p, u64 wake_flags,
+					    struct topo_params *tp)
+{
+	struct task_struct *waker;
+	s32 wcpu, cpu;
+
+	if (!(wake_flags & SCX_WAKE_SYNC))
+		return -1;
+	waker = bpf_get_current_task_btf();
+	if (waker->wakee_flips >= nr_cpu_ids_ro || p->wakee_flips >= nr_cpu_ids_ro)
+		return -1;
+	wcpu = bpf_get_smp_processor_id();
+	cpu = rank_pick(p, wcpu, tp->affinity_search_budget, RANK_WANT_IDLE, tp);
+	if (cpu < 0 && cpu_is_online(wcpu) && bpf_cpumask_test_cpu(wcpu, p->cpus_ptr))
+		cpu = wcpu;
+	return cpu;
+}
 
 s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
@@ -21,13 +45,40 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 	bool is_idle = false;
 	s32 cpu;
 
-	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
-	if (!is_idle || !tctx || !k || !tp)
-		return cpu;
+	if (!tctx || !k || !tp)
+		return prev_cpu;
 
+	cpu = wake_sync_target(p, wake_flags, tp);
+	if (cpu >= 0) {
+		place_pcpu_with_spill(p, tctx, cpu, task_slice(tctx, k), task_vtime(p, k, tp), 0);
+		return cpu;
+	}
+	cpu = find_idle_l2_sibling(p, prev_cpu, k);
+	if (cpu < 0) {
+		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+		if (!is_idle)
+			return cpu;
+	}
 	STAT_INC(nr_idle_hits);
 	place_pcpu_with_spill(p, tctx, cpu, task_slice(tctx, k), task_vtime(p, k, tp), 0);
 	return cpu;
+}
+
+/* Tier 2: a LAT_CRITICAL wakeup takes the CPU of a BATCH task it last ran on. */
+static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct task_ctx *tctx,
+					       s32 cpu, u64 slice, u64 vtime, u64 enq_flags)
+{
+	if (!(enq_flags & SCX_ENQ_WAKEUP) || tctx->tier != TIER_LAT_CRITICAL || !task_mature(tctx))
+		return false;
+	if (!cpu_is_online(cpu) || !cpu_ctx(cpu)->running_batch ||
+	    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return false;
+	cpu = place_pcpu_with_spill(p, tctx, cpu, slice, vtime, enq_flags);
+	if (cpu < 0)
+		return true;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	STAT_INC(nr_hard_kicks);
+	return true;
 }
 
 void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
@@ -65,17 +116,28 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	/* Tier 1: an idle CPU exists; the node DSQ is drained by it within one dispatch. */
+	idle = k->affinity_mode == AFFINITY_STRONG ? find_idle_l2_sibling(p, cpu, k) : -1;
+	if (idle < 0)
+		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (idle >= 0) {
 		insert_node(p, tctx, cpu_node(idle), slice, vtime, enq_flags);
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 		STAT_INC(nr_soft_kicks);
 		return;
 	}
-	if (tctx->tier == TIER_BATCH)
+
+	if (try_wakeup_preempt(p, tctx, cpu, slice, vtime, enq_flags))
+		return;
+
+	/* Tier 3: overflow. Immature tasks wait with BATCH until their behavior is known. */
+	if (tctx->tier == TIER_BATCH || !task_mature(tctx)) {
 		insert_batch(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
-	else
-		insert_node(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
+		return;
+	}
+	insert_node(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
+	if (tctx->tier == TIER_LAT_CRITICAL)
+		latcrit_waiting = 1;
 }
 
 void BPF_STRUCT_OPS(pandemonium_dispatch, s32 cpu, struct task_struct *prev)
@@ -102,6 +164,7 @@ void BPF_STRUCT_OPS(pandemonium_runnable, struct task_struct *p, u64 enq_flags)
 
 	if (!tctx || !tctx->sleep_at)
 		return;
+	note_wakeup(tctx, bpf_ktime_get_ns());
 	h = bpf_map_lookup_elem(&hist_map, &zero);
 	if (h)
 		h->sleep[log2_bucket(bpf_ktime_get_ns() - tctx->sleep_at, NR_SLEEP_BUCKETS)]++;
@@ -114,6 +177,7 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	struct pandemonium_stats *s;
 	struct pandemonium_hist *h;
 	u64 now = bpf_ktime_get_ns(), lat;
+	s32 cpu = scx_bpf_task_cpu(p);
 	u32 zero = 0;
 
 	if (time_before(vtime_now, p->scx.dsq_vtime))
@@ -121,6 +185,14 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	tctx->last_run_at = now;
+	cpu_ctx(cpu)->running_batch = tctx->tier == TIER_BATCH;
+	if ((s = stats()) && tctx->last_cpu >= 0) {
+		if (same_l2(tctx->last_cpu, cpu))
+			s->l2_hit[tier_idx(tctx->tier)]++;
+		else
+			s->l2_miss[tier_idx(tctx->tier)]++;
+	}
+	tctx->last_cpu = cpu;
 	if (!tctx->enqueue_at)
 		return;
 
@@ -129,7 +201,6 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	h = bpf_map_lookup_elem(&hist_map, &zero);
 	if (h)
 		h->wake_lat[tier_idx(tctx->tier)][log2_bucket(lat, NR_LAT_BUCKETS)]++;
-	s = stats();
 	if (s) {
 		s->wake_lat_sum_ns += lat;
 		s->wake_lat_cnt++;
@@ -141,9 +212,10 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = task_ctx(p);
+	struct tuning_knobs *k = knobs();
 	u64 now = bpf_ktime_get_ns(), used;
 
-	if (!tctx)
+	if (!tctx || !k)
 		return;
 	/*
 	 * Charge wall time actually run rather than the slice consumed: the kernel may refill
@@ -154,13 +226,45 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 	if (used > 1000 * MSEC_NS)
 		used = 1000 * MSEC_NS;
 	p->scx.dsq_vtime += scale_by_task_weight_inverse(p, used);
+	cpu_ctx(scx_bpf_task_cpu(p))->running_batch = 0;
 	if (!runnable)
 		tctx->sleep_at = now;
+	note_stop(p, tctx, k, used, runnable, now);
+}
+
+/*
+ * A BATCH task yields its CPU once an interactive task has waited in the node DSQ longer than
+ * preempt_thresh_ns, 4x sooner while a LAT_CRITICAL one is among them.
+ */
+void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	struct tuning_knobs *k = knobs();
+	u32 node = cpu_node(scx_bpf_task_cpu(p));
+	u64 since, thresh;
+
+	if (!tctx || !k || tctx->tier != TIER_BATCH)
+		return;
+	since = node_dsq_since[node & (MAX_NODES - 1)];
+	if (!since)
+		return;
+	thresh = k->preempt_thresh_ns;
+	if (latcrit_waiting)
+		thresh >>= 2;
+	if (bpf_ktime_get_ns() - since < thresh)
+		return;
+	p->scx.slice = 0;
+	latcrit_waiting = 0;
+	STAT_INC(nr_preempt);
 }
 
 void BPF_STRUCT_OPS(pandemonium_enable, struct task_struct *p)
 {
+	struct task_ctx *tctx = task_ctx(p);
+
 	p->scx.dsq_vtime = vtime_now;
+	if (tctx)
+		refresh_identity(p, tctx);
 }
 
 s32 BPF_STRUCT_OPS(pandemonium_init_task, struct task_struct *p, struct scx_init_task_args *args)
@@ -171,6 +275,7 @@ s32 BPF_STRUCT_OPS(pandemonium_init_task, struct task_struct *p, struct scx_init
 	if (!tctx)
 		return -ENOMEM;
 	tctx->tier = TIER_INTERACTIVE;
+	tctx->last_cpu = -1;
 	return 0;
 }
 
@@ -242,6 +347,7 @@ SCX_OPS_DEFINE(pandemonium_ops,
 	       .runnable = (void *)pandemonium_runnable,
 	       .running = (void *)pandemonium_running,
 	       .stopping = (void *)pandemonium_stopping,
+	       .tick = (void *)pandemonium_tick,
 	       .enable = (void *)pandemonium_enable,
 	       .init_task = (void *)pandemonium_init_task,
 	       .cpu_online = (void *)pandemonium_cpu_online,

@@ -25,9 +25,23 @@ static __always_inline u64 task_vtime(struct task_struct *p, struct tuning_knobs
 	return vtime;
 }
 
-static __always_inline u64 task_slice(struct task_ctx *tctx, struct tuning_knobs *k)
+/*
+ * LAT_CRITICAL gets 1.5x and INTERACTIVE 2x its average burst, so it can finish a burst in one
+ * go but cannot sit on a CPU; both are capped by slice_ns. Immature tasks get the cap until their
+ * average means something. BATCH gets the long batch slice that throughput wants.
+ */
+static __always_inline u64 task_slice(const struct task_ctx *tctx, const struct tuning_knobs *k)
 {
-	return tctx->tier == TIER_BATCH ? k->batch_slice_ns : k->slice_ns;
+	u64 cap = k->slice_ns, s;
+
+	if (tctx->tier == TIER_BATCH)
+		return k->batch_slice_ns;
+	if (!task_mature(tctx))
+		return cap;
+	s = tctx->tier == TIER_LAT_CRITICAL ? tctx->avg_runtime * 3 / 2 : tctx->avg_runtime * 2;
+	if (s > cap)
+		s = cap;
+	return s > MIN_SLICE_NS ? s : MIN_SLICE_NS;
 }
 
 static __always_inline void mark_enqueued(struct task_ctx *tctx, u64 now)
@@ -128,6 +142,35 @@ static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 b
 				return c;
 			break;
 		}
+	}
+	return -1;
+}
+
+/*
+ * An idle CPU sharing @cpu's L2 (at most 8 probes along the rank, which lists L2 siblings first),
+ * claimed on success; @cpu itself first. -1 if none or affinity is off.
+ */
+static __always_inline s32 find_idle_l2_sibling(const struct task_struct *p, s32 cpu,
+						const struct tuning_knobs *k)
+{
+	u32 key = cpu & (MAX_CPUS - 1), i;
+	struct affinity_row *row;
+
+	if (k->affinity_mode == AFFINITY_OFF || !cpu_is_online(cpu))
+		return -1;
+	if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) && scx_bpf_test_and_clear_cpu_idle(cpu))
+		return cpu;
+	row = bpf_map_lookup_elem(&affinity_rank, &key);
+	if (!row)
+		return -1;
+	bpf_for(i, 0, 8) {
+		u32 c = row->cpus[i & (MAX_AFFINITY_CANDIDATES - 1)];
+
+		if (c == AFFINITY_SENTINEL || !same_l2(c, cpu))
+			break;
+		if (cpu_is_online(c) && bpf_cpumask_test_cpu(c, p->cpus_ptr) &&
+		    scx_bpf_test_and_clear_cpu_idle(c))
+			return c;
 	}
 	return -1;
 }

@@ -12,6 +12,8 @@
 const volatile u32 nr_cpu_ids_ro = 1;
 const volatile u32 nr_nodes_ro = 1;
 const volatile u16 cpu_node_ro[MAX_CPUS];
+/* L2 domain id of each CPU (any id shared by exactly the CPUs of one L2). */
+const volatile u16 cpu_l2_ro[MAX_CPUS];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -57,10 +59,20 @@ struct {
 } compositor_map SEC(".maps");
 
 struct task_ctx {
-	u64 enqueue_at;   /* last DSQ insertion, 0 while not queued (sojourn / wake latency) */
-	u64 last_run_at;  /* start of the current run, for runtime accounting */
-	u64 sleep_at;     /* when the task last went to sleep, 0 if it did not */
+	u64 enqueue_at;    /* last DSQ insertion, 0 while not queued (sojourn / wake latency) */
+	u64 last_run_at;   /* start of the current run, for runtime accounting */
+	u64 sleep_at;      /* when the task last went to sleep, 0 if it did not */
+	u64 last_wake_at;  /* previous wakeup, for the wakeup frequency */
+	u64 last_stop_at;  /* previous context switch out, for the switch rate */
+	u64 awake_runtime; /* run time since the last wakeup: one burst */
+	u64 avg_runtime;   /* EWMA of burst length */
+	u64 runtime_dev;   /* EWMA of |burst - avg| */
+	u32 wake_freq;     /* EWMA, Hz */
+	u32 csw_rate;      /* EWMA, Hz */
+	u32 samples;       /* bursts recorded; below MATURE_SAMPLES the task is immature */
+	s32 last_cpu;
 	u8 tier;
+	u8 flags;          /* enum task_flags */
 };
 
 struct {
@@ -72,6 +84,7 @@ struct {
 
 struct cpu_ctx {
 	u8 online;
+	u8 running_batch; /* the task on this CPU is BATCH: a LAT_CRITICAL wakeup may preempt it */
 } __attribute__((aligned(64)));
 
 /* Indexed by CPU id masked to MAX_CPUS, so the verifier sees a bounded offset. */
@@ -134,6 +147,11 @@ static __always_inline u32 cpu_node(s32 cpu)
 {
 	u32 node = cpu_node_ro[cpu & (MAX_CPUS - 1)];
 	return node < MAX_NODES ? node : 0;
+}
+
+static __always_inline bool same_l2(s32 a, s32 b)
+{
+	return cpu_l2_ro[a & (MAX_CPUS - 1)] == cpu_l2_ro[b & (MAX_CPUS - 1)];
 }
 
 static __always_inline u64 node_dsq(u32 node)

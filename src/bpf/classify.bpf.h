@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Behavioral classification. Integer math only: every average is an EWMA by shifts, every rate
+ * is a wakeup or switch frequency in Hz, and the score divides by runtime in ~1 ms units so a
+ * task that runs 50 us and one that runs 900 us are both "short".
+ */
+#ifndef __PANDEMONIUM_CLASSIFY_BPF_H
+#define __PANDEMONIUM_CLASSIFY_BPF_H
+
+#define NSEC_PER_SEC 1000000000ULL
+#define EWMA_SHIFT 3			/* new sample weighs 1/8 */
+#define MAX_FREQ_HZ 100000		/* caps a burst of back-to-back events */
+#define MAX_AWAKE_RUN_NS NSEC_PER_SEC	/* keeps products far from u64 overflow */
+#define MATURE_SAMPLES 8
+#define PUBLISH_EVERY 16		/* samples between task_profiles updates */
+#define MIN_SLICE_NS (50 * USEC_NS)
+#define RT_UNIT_SHIFT 20		/* runtime unit for the score: 2^20 ns ~ 1.05 ms */
+#define HIPRIO_KTHREAD_PRIO 110		/* static_prio of nice -10 */
+
+/* Why a task is pinned to a tier regardless of its score. */
+enum task_flags {
+	TF_COMPOSITOR = 1 << 0,
+	TF_KWORKER = 1 << 1,
+	TF_HIPRIO_KTHREAD = 1 << 2,
+};
+
+/* comm -> mature profile; the daemon reads it (procdb) and so does the gate's classify layer. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct comm_key);
+	__type(value, struct task_class_entry);
+} task_profiles SEC(".maps");
+
+/* Set while a LAT_CRITICAL task waits in a shared DSQ: tick() preempts BATCH 4x sooner. */
+u32 latcrit_waiting;
+
+static __always_inline u64 ewma(u64 avg, u64 sample)
+{
+	return avg - (avg >> EWMA_SHIFT) + (sample >> EWMA_SHIFT);
+}
+
+static __always_inline u64 freq_of(u64 interval_ns)
+{
+	u64 f = NSEC_PER_SEC / (interval_ns > 1000 ? interval_ns : 1000);
+
+	return f < MAX_FREQ_HZ ? f : MAX_FREQ_HZ;
+}
+
+static __always_inline bool task_mature(const struct task_ctx *tctx)
+{
+	return tctx->samples >= MATURE_SAMPLES;
+}
+
+/* An INTERACTIVE task whose bursts outgrow 4 slices is CPU-bound, whatever its wake rate. */
+static __always_inline u64 cpu_bound_thresh_ns(const struct tuning_knobs *k)
+{
+	return k->slice_ns << 2;
+}
+
+static __always_inline void read_comm(const struct task_struct *p, struct comm_key *key)
+{
+	__builtin_memset(key, 0, sizeof(*key));
+	bpf_probe_read_kernel_str(key->comm, sizeof(key->comm), p->comm);
+}
+
+/* Flags that do not depend on behavior. comm changes on exec, so callers re-check now and then. */
+static __always_inline void refresh_identity(const struct task_struct *p, struct task_ctx *tctx)
+{
+	struct comm_key key;
+	u8 flags = 0;
+
+	if (p->flags & PF_WQ_WORKER)
+		flags |= TF_KWORKER;
+	else if ((p->flags & PF_KTHREAD) && p->static_prio <= HIPRIO_KTHREAD_PRIO)
+		flags |= TF_HIPRIO_KTHREAD;
+	read_comm(p, &key);
+	if (bpf_map_lookup_elem(&compositor_map, &key))
+		flags |= TF_COMPOSITOR;
+	tctx->flags = flags;
+}
+
+static __always_inline u8 classify(const struct task_ctx *tctx, const struct tuning_knobs *k)
+{
+	u64 rt_units = (tctx->avg_runtime >> RT_UNIT_SHIFT) + (tctx->runtime_dev >> (RT_UNIT_SHIFT + 1)) + 1;
+	u64 score = (u64)tctx->wake_freq * tctx->csw_rate / rt_units;
+	u8 tier;
+
+	if (tctx->flags & TF_COMPOSITOR)
+		return TIER_LAT_CRITICAL;
+	/* Storage and crypto kthreads at high priority must not compete with interactive work. */
+	if (tctx->flags & TF_HIPRIO_KTHREAD)
+		return TIER_BATCH;
+
+	if (score >= k->lat_cri_thresh_high)
+		tier = TIER_LAT_CRITICAL;
+	else if (score >= k->lat_cri_thresh_low)
+		tier = TIER_INTERACTIVE;
+	else
+		tier = TIER_BATCH;
+	if (tier == TIER_INTERACTIVE && tctx->avg_runtime > cpu_bound_thresh_ns(k))
+		tier = TIER_BATCH;
+	/* Workqueue workers run the kernel's deferred work that interactive tasks wait on. */
+	if ((tctx->flags & TF_KWORKER) && tier == TIER_BATCH)
+		tier = TIER_INTERACTIVE;
+	return tier;
+}
+
+static __always_inline void record_runtime(struct task_ctx *tctx, u64 sample)
+{
+	u64 dev = sample > tctx->avg_runtime ? sample - tctx->avg_runtime : tctx->avg_runtime - sample;
+
+	if (!tctx->samples) {
+		tctx->avg_runtime = sample;
+		tctx->runtime_dev = 0;
+	} else {
+		tctx->avg_runtime = ewma(tctx->avg_runtime, sample);
+		tctx->runtime_dev = ewma(tctx->runtime_dev, dev);
+	}
+	tctx->samples++;
+}
+
+static __always_inline void publish_profile(const struct task_struct *p, struct task_ctx *tctx)
+{
+	struct task_class_entry e = {};
+	struct comm_key key;
+
+	if (!task_mature(tctx) || tctx->samples % PUBLISH_EVERY)
+		return;
+	read_comm(p, &key);
+	e.tier = tctx->tier;
+	e.samples = tctx->samples;
+	e.avg_runtime_ns = tctx->avg_runtime;
+	bpf_map_update_elem(&task_profiles, &key, &e, BPF_ANY);
+}
+
+/* runnable(): a wakeup after a sleep feeds the wakeup frequency. */
+static __always_inline void note_wakeup(struct task_ctx *tctx, u64 now)
+{
+	if (tctx->last_wake_at)
+		tctx->wake_freq = ewma(tctx->wake_freq, freq_of(now - tctx->last_wake_at));
+	tctx->last_wake_at = now;
+}
+
+/*
+ * stopping(): a context switch. A sleep ends one burst of runtime; a preemption only counts
+ * when the burst already exceeds the average, so a CPU hog's average keeps climbing and its
+ * stale wake rate decays instead of waiting for a sleep that never comes.
+ */
+static __always_inline void note_stop(const struct task_struct *p, struct task_ctx *tctx,
+				      const struct tuning_knobs *k, u64 used, bool runnable, u64 now)
+{
+	if (tctx->last_stop_at)
+		tctx->csw_rate = ewma(tctx->csw_rate, freq_of(now - tctx->last_stop_at));
+	tctx->last_stop_at = now;
+
+	tctx->awake_runtime += used;
+	if (tctx->awake_runtime > MAX_AWAKE_RUN_NS)
+		tctx->awake_runtime = MAX_AWAKE_RUN_NS;
+
+	if (!runnable) {
+		record_runtime(tctx, tctx->awake_runtime);
+		tctx->awake_runtime = 0;
+	} else if (tctx->awake_runtime > tctx->avg_runtime) {
+		record_runtime(tctx, tctx->awake_runtime);
+		tctx->wake_freq -= tctx->wake_freq >> EWMA_SHIFT;
+	} else {
+		return;
+	}
+	if (!(tctx->samples % (2 * PUBLISH_EVERY)))
+		refresh_identity(p, tctx);
+	tctx->tier = classify(tctx, k);
+	publish_profile(p, tctx);
+}
+
+#endif /* __PANDEMONIUM_CLASSIFY_BPF_H */

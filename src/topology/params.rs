@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The tau law ([`tau_ns_from_lambda2`]), the CoDel equilibrium and the one
+//! table of tau-scaled K constants ([`derive_params`]) that turns tau into
+//! every timing knob the BPF side reads ([`TauParams::to_bpf`]).
+
+use std::fmt;
+
+use crate::bpf_intf::{MAX_AFFINITY_CANDIDATES, TopoParams};
+
+/// tau = TAU_SCALE_NS / lambda_2; see "Tau calibration" in the `topology`
+/// module docs.
+pub const TAU_SCALE_NS: f64 = 160_000_000.0;
+/// Tau of a single online CPU: there is nothing to mix, so it gets the
+/// tightest "thin machine" timing rather than a division by zero.
+pub const TAU_MIN_NS: u64 = 100_000;
+/// Tau of a disconnected graph (lambda_2 = 0, mixing never completes); also
+/// bounds pathological lambda_2 -> 0 so tau stays a sane u64.
+pub const TAU_MAX_NS: u64 = 1_000_000_000;
+/// CoDel equilibrium bounds: below 200 us the target is under one wakeup's
+/// cost; above 8 ms it exceeds a frame budget's useful share.
+pub const CODEL_EQ_MIN_NS: u64 = 200_000;
+pub const CODEL_EQ_MAX_NS: u64 = 8_000_000;
+
+// The tau-scaled parameter table. Each K is calibrated on the tau axis so that
+// tau = 2 ms / 40 ms / 5 ms reproduce the published 2C / 12C / 32C columns.
+
+const US: u64 = 1_000;
+const MS: u64 = 1_000_000;
+
+/// A rational K so the table is exact integer arithmetic, like the BPF side.
+#[derive(Clone, Copy)]
+struct Ratio {
+    num: u64,
+    den: u64,
+}
+
+impl Ratio {
+    const fn new(num: u64, den: u64) -> Self {
+        Self { num, den }
+    }
+
+    fn of(self, tau_ns: u64) -> u64 {
+        let v = u128::from(tau_ns) * u128::from(self.num) / u128::from(self.den);
+        u64::try_from(v).unwrap_or(u64::MAX)
+    }
+}
+
+/// Sojourn interval = tau: a stall must outlast one topology mixing time to be
+/// a stall (2C 2 ms, 32C 5 ms, 12C clamps at 12 ms).
+const K_SOJOURN: Ratio = Ratio::new(1, 1);
+const SOJOURN_MIN_NS: u64 = 2 * MS;
+const SOJOURN_MAX_NS: u64 = 12 * MS;
+
+/// Overflow rescue = 0.8 tau: rescue slightly before a full mixing time; 0.8
+/// is the largest K that keeps the 32C column at its 4 ms floor.
+const K_OVERFLOW: Ratio = Ratio::new(4, 5);
+const OVERFLOW_MIN_NS: u64 = 4 * MS;
+const OVERFLOW_MAX_NS: u64 = 10 * MS;
+
+/// Starvation rescue is a cardinality bound, not a tau one: 25 ms per CPU
+/// while few CPUs share the load, 500 ms split over groups of four CPUs once
+/// many can absorb it.
+const STARVATION_PER_CPU_NS: u64 = 25 * MS;
+const STARVATION_BUDGET_NS: u64 = 500 * MS;
+const STARVATION_GROUP: u32 = 4;
+const STARVATION_MIN_NS: u64 = 20 * MS;
+const STARVATION_MAX_NS: u64 = 500 * MS;
+
+/// CoDel target floor = 0.0175 tau (12C at tau 40 ms -> 700 us).
+const K_CODEL_FLOOR: Ratio = Ratio::new(7, 400);
+const CODEL_FLOOR_MIN_NS: u64 = 200 * US;
+const CODEL_FLOOR_MAX_NS: u64 = 800 * US;
+
+/// CoDel target ceiling = tau / 20 (12C at tau 40 ms -> 2 ms).
+const K_CODEL_MAX: Ratio = Ratio::new(1, 20);
+const CODEL_MAX_MIN_NS: u64 = MS;
+const CODEL_MAX_MAX_NS: u64 = 8 * MS;
+
+/// Vtime ceiling = 3 tau: three mixing times of accumulated credit.
+const K_VTIME_CEILING: Ratio = Ratio::new(3, 1);
+const VTIME_CEILING_MIN_NS: u64 = 16 * MS;
+const VTIME_CEILING_MAX_NS: u64 = 160 * MS;
+
+/// Lag cap = tau: a task may be back-dated by at most one mixing time.
+const K_LAG_CAP: Ratio = Ratio::new(1, 1);
+const LAG_CAP_MIN_NS: u64 = 8 * MS;
+const LAG_CAP_MAX_NS: u64 = 80 * MS;
+
+/// Longrun threshold = 50 tau (~2 s at the 12C tau 40 ms reference point).
+const K_LONGRUN: Ratio = Ratio::new(50, 1);
+const LONGRUN_MIN_NS: u64 = 500 * MS;
+const LONGRUN_MAX_NS: u64 = 4_000 * MS;
+
+/// Spill budget = (TAU_SCALE / 2) / tau = lambda_2 / 2: a better-connected
+/// machine has more near peers worth trying (32C at 5 ms -> 16).
+const K_SPILL_NS: u64 = 80 * MS;
+const SPILL_MIN: u32 = 6;
+/// Affinity budget = (TAU_SCALE / 4) / tau = lambda_2 / 4 (32C -> 8).
+const K_AFFINITY_NS: u64 = 40 * MS;
+const AFFINITY_MIN: u32 = 3;
+
+/// Per-CPU DSQ depth is 2 only when both rules allow it (else 1):
+/// - tau rule: slow-mixing topologies (tau >= 6 ms) can afford a second
+///   queued task per CPU;
+/// - cardinality rule, the BPF placement's "1 slot below 4 CPUs": with 2-3
+///   CPUs a waiter parked behind a busy CPU has almost no peer to be spilled
+///   to or stolen by, so it belongs in the node DSQ that every CPU serves.
+///
+/// The tau rule alone cannot be used: the tau law gives small single-socket
+/// machines the *loosest* timing (2C SMT pair: tau 8 ms, see "Tau calibration"
+/// in the `topology` docs), which would hand 2C depth 2. Together the rules
+/// reproduce the published table 2C:1, 4C:2, 8C:2, 12C:2, 32C:1.
+const PCPU_DEPTH2_TAU_NS: u64 = 6 * MS;
+const PCPU_DEPTH2_MIN_CPUS: u32 = 4;
+/// Fast-mixing (thin) topologies protect batch work 4x longer in longrun.
+const LONGRUN_PREEMPT_TAU_NS: u64 = 4 * MS;
+const LONGRUN_PREEMPT_SHIFT_THIN: u32 = 2;
+
+/// D = floor(log2(tau / 1 ms)) clamped to [1, 6]: 2 ms -> 1, 8-15 ms -> 3,
+/// 32-63 ms -> 5, matching the 2C / 8C / 12C reference points.
+const DAMPING_UNIT_NS: u64 = MS;
+const DAMPING_SHIFT_MIN: u32 = 1;
+const DAMPING_SHIFT_MAX: u32 = 6;
+
+/// tau from the Fiedler value: TAU_SCALE_NS / lambda_2, clamped to
+/// [TAU_MIN_NS, TAU_MAX_NS]. A single CPU gets TAU_MIN_NS; a disconnected
+/// graph (lambda_2 = 0) gets TAU_MAX_NS.
+pub fn tau_ns_from_lambda2(lambda2: f64, nr_vertices: usize) -> u64 {
+    if nr_vertices < 2 {
+        return TAU_MIN_NS;
+    }
+    if !lambda2.is_finite() || lambda2 <= 0.0 {
+        return TAU_MAX_NS;
+    }
+    let tau = (TAU_SCALE_NS / lambda2).round();
+    if tau >= TAU_MAX_NS as f64 {
+        TAU_MAX_NS
+    } else {
+        (tau as u64).max(TAU_MIN_NS)
+    }
+}
+
+/// CoDel equilibrium: mean R_eff x 2m x tau, clamped to
+/// [CODEL_EQ_MIN_NS, CODEL_EQ_MAX_NS].
+pub fn codel_equilibrium_ns(mean_reff: f64, two_m: f64, tau_ns: u64) -> u64 {
+    let raw = mean_reff * two_m * tau_ns as f64;
+    if !raw.is_finite() || raw >= CODEL_EQ_MAX_NS as f64 {
+        CODEL_EQ_MAX_NS
+    } else {
+        (raw.max(0.0) as u64).max(CODEL_EQ_MIN_NS)
+    }
+}
+
+/// Every timing knob the BPF side derives from the topology.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TauParams {
+    pub tau_ns: u64,
+    /// Filled by [`TopologyModel`](super::TopologyModel); 0 ("unset", as in the BPF knob) when
+    /// produced by [`derive_params`] alone, which has no graph.
+    pub codel_eq_ns: u64,
+    pub nr_cpus: u32,
+    pub nr_cpu_ids: u32,
+    pub sojourn_interval_ns: u64,
+    pub overflow_rescue_ns: u64,
+    pub starvation_rescue_ns: u64,
+    pub codel_target_floor_ns: u64,
+    pub codel_target_max_ns: u64,
+    pub vtime_ceiling_ns: u64,
+    pub lag_cap_ns: u64,
+    pub longrun_thresh_ns: u64,
+    pub spill_search_budget: u32,
+    pub affinity_search_budget: u32,
+    pub pcpu_dsq_depth: u32,
+    pub longrun_preempt_shift: u32,
+    pub damping_shift: u32,
+    pub spring_shift: u32,
+}
+
+/// Derives every timing knob from `tau_ns` (cardinalities from the CPU
+/// counts).
+///
+/// Fed tau = 2 / 40 / 5 ms this reproduces the published 2C / 12C / 32C
+/// columns except where the design's own formulas forbid it:
+/// - starvation rescue at 32C is 62.5 ms (the formula's 500 ms / (32 / 4)),
+///   not the published 21 ms;
+/// - spill / affinity budgets on machines with fewer than 7 / 4 CPU ids are
+///   capped at `nr_cpu_ids - 1` (the upper bound wins over the 6 / 3 floor:
+///   there are no more peers to try), so 2C gets 1 / 1, not 6 / 3.
+///
+/// The published 4C and 8C columns are not consistent with any single tau
+/// (e.g. 8C: sojourn 8 ms implies tau 8 ms, lag 18 ms implies 18 ms); the
+/// table lands between them.
+///
+/// `pcpu_dsq_depth` is the one knob that also depends on `nr_cpus` (online
+/// CPUs): 1 below 4 CPUs whatever tau is (see `PCPU_DEPTH2_TAU_NS`).
+pub fn derive_params(tau_ns: u64, nr_cpus: u32, nr_cpu_ids: u32) -> TauParams {
+    let tau = tau_ns.max(1);
+    let clamp = |k: Ratio, lo: u64, hi: u64| k.of(tau).clamp(lo, hi);
+
+    let by_count = STARVATION_PER_CPU_NS.saturating_mul(u64::from(nr_cpus));
+    let by_width = STARVATION_BUDGET_NS / u64::from((nr_cpus / STARVATION_GROUP).max(1));
+    let starvation = by_count
+        .min(by_width)
+        .clamp(STARVATION_MIN_NS, STARVATION_MAX_NS);
+
+    let budget_cap = nr_cpu_ids
+        .saturating_sub(1)
+        .min(MAX_AFFINITY_CANDIDATES as u32);
+    // Upper bound applied last: never search more peers than exist.
+    let budget = |k_ns: u64, lo: u32| {
+        let raw = u32::try_from(k_ns / tau).unwrap_or(u32::MAX);
+        raw.max(lo).min(budget_cap)
+    };
+
+    let damping_units = tau / DAMPING_UNIT_NS;
+    let damping_shift = if damping_units == 0 {
+        0
+    } else {
+        damping_units.ilog2()
+    }
+    .clamp(DAMPING_SHIFT_MIN, DAMPING_SHIFT_MAX);
+
+    TauParams {
+        tau_ns,
+        codel_eq_ns: 0,
+        nr_cpus,
+        nr_cpu_ids,
+        sojourn_interval_ns: clamp(K_SOJOURN, SOJOURN_MIN_NS, SOJOURN_MAX_NS),
+        overflow_rescue_ns: clamp(K_OVERFLOW, OVERFLOW_MIN_NS, OVERFLOW_MAX_NS),
+        starvation_rescue_ns: starvation,
+        codel_target_floor_ns: clamp(K_CODEL_FLOOR, CODEL_FLOOR_MIN_NS, CODEL_FLOOR_MAX_NS),
+        codel_target_max_ns: clamp(K_CODEL_MAX, CODEL_MAX_MIN_NS, CODEL_MAX_MAX_NS),
+        vtime_ceiling_ns: clamp(K_VTIME_CEILING, VTIME_CEILING_MIN_NS, VTIME_CEILING_MAX_NS),
+        lag_cap_ns: clamp(K_LAG_CAP, LAG_CAP_MIN_NS, LAG_CAP_MAX_NS),
+        longrun_thresh_ns: clamp(K_LONGRUN, LONGRUN_MIN_NS, LONGRUN_MAX_NS),
+        spill_search_budget: budget(K_SPILL_NS, SPILL_MIN),
+        affinity_search_budget: budget(K_AFFINITY_NS, AFFINITY_MIN),
+        // Both rules, see PCPU_DEPTH2_TAU_NS: cardinality (BPF placement,
+        // "1 slot below 4 CPUs") and tau (slow mixing affords a 2nd slot).
+        pcpu_dsq_depth: if nr_cpus >= PCPU_DEPTH2_MIN_CPUS && tau >= PCPU_DEPTH2_TAU_NS {
+            2
+        } else {
+            1
+        },
+        longrun_preempt_shift: if tau < LONGRUN_PREEMPT_TAU_NS {
+            LONGRUN_PREEMPT_SHIFT_THIN
+        } else {
+            0
+        },
+        damping_shift,
+        // Critical damping of x += v; v -= v >> D; v -= x >> S: the decay
+        // 2*gamma ~ 2^-D with gamma = omega0 gives omega0^2 ~ 2^-(2D+2).
+        spring_shift: 2 * damping_shift + 2,
+    }
+}
+
+impl TauParams {
+    /// The BPF `topo_params` map value. The struct literal names every field
+    /// with no `..` fill, so a field added to `struct topo_params` in
+    /// `intf.h` breaks this build until it is mapped here. `tau_ns`,
+    /// `codel_eq_ns` and the CPU counts are not part of it: the first two
+    /// travel in `TuningKnobs` (`topology_tau_ns`, `codel_eq_ns`).
+    pub fn to_bpf(&self) -> TopoParams {
+        TopoParams {
+            sojourn_interval_ns: self.sojourn_interval_ns,
+            overflow_rescue_ns: self.overflow_rescue_ns,
+            starvation_rescue_ns: self.starvation_rescue_ns,
+            codel_target_floor_ns: self.codel_target_floor_ns,
+            codel_target_max_ns: self.codel_target_max_ns,
+            vtime_ceiling_ns: self.vtime_ceiling_ns,
+            lag_cap_ns: self.lag_cap_ns,
+            longrun_thresh_ns: self.longrun_thresh_ns,
+            spill_search_budget: self.spill_search_budget,
+            affinity_search_budget: self.affinity_search_budget,
+            pcpu_dsq_depth: self.pcpu_dsq_depth,
+            longrun_preempt_shift: self.longrun_preempt_shift,
+            damping_shift: self.damping_shift,
+            spring_shift: self.spring_shift,
+        }
+    }
+}
+
+fn fmt_ns(ns: u64) -> String {
+    if ns >= MS {
+        format!("{:.3} ms", ns as f64 / MS as f64)
+    } else {
+        format!("{:.1} us", ns as f64 / US as f64)
+    }
+}
+
+impl fmt::Display for TauParams {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let eq = if self.codel_eq_ns == 0 {
+            "unset".to_string()
+        } else {
+            fmt_ns(self.codel_eq_ns)
+        };
+        let rows: [(&str, String); 17] = [
+            ("tau", fmt_ns(self.tau_ns)),
+            ("codel equilibrium", eq),
+            ("sojourn interval", fmt_ns(self.sojourn_interval_ns)),
+            ("overflow rescue", fmt_ns(self.overflow_rescue_ns)),
+            ("starvation rescue", fmt_ns(self.starvation_rescue_ns)),
+            ("codel target floor", fmt_ns(self.codel_target_floor_ns)),
+            ("codel target max", fmt_ns(self.codel_target_max_ns)),
+            ("vtime ceiling", fmt_ns(self.vtime_ceiling_ns)),
+            ("lag cap", fmt_ns(self.lag_cap_ns)),
+            ("longrun threshold", fmt_ns(self.longrun_thresh_ns)),
+            ("spill search budget", self.spill_search_budget.to_string()),
+            (
+                "affinity search budget",
+                self.affinity_search_budget.to_string(),
+            ),
+            ("pcpu dsq depth", self.pcpu_dsq_depth.to_string()),
+            (
+                "longrun preempt shift",
+                self.longrun_preempt_shift.to_string(),
+            ),
+            ("damping shift (D)", self.damping_shift.to_string()),
+            ("spring shift (2D+2)", self.spring_shift.to_string()),
+            (
+                "cpus online / ids",
+                format!("{} / {}", self.nr_cpus, self.nr_cpu_ids),
+            ),
+        ];
+        for (name, value) in rows {
+            writeln!(f, "  {name:<24}{value:>12}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "tests/params.rs"]
+mod tests;
