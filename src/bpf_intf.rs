@@ -109,6 +109,7 @@ pub struct Stats {
     pub nr_offline_drain: u64,
     pub nr_rank_offline_skips: u64,
     pub nr_pinned: u64,
+    pub nr_offline_placements: u64,
     pub l2_hit: [u64; NR_TIERS],
     pub l2_miss: [u64; NR_TIERS],
     pub wake_lat_sum_ns: u64,
@@ -274,6 +275,7 @@ assert_same_layout!(
         nr_offline_drain,
         nr_rank_offline_skips,
         nr_pinned,
+        nr_offline_placements,
         l2_hit,
         l2_miss,
         wake_lat_sum_ns,
@@ -342,6 +344,7 @@ impl Stats {
             nr_offline_drain,
             nr_rank_offline_skips,
             nr_pinned,
+            nr_offline_placements,
             wake_lat_sum_ns,
             wake_lat_cnt
         );

@@ -11,4 +11,5 @@ pub mod log;
 pub mod preflight;
 pub mod scheduler;
 pub mod telemetry;
+pub mod topology;
 pub mod version;

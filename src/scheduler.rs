@@ -35,6 +35,12 @@ impl<'obj> Scheduler<'obj> {
     /// software emulation can take a minute or more; nothing here times out.
     pub fn init(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &Options) -> Result<Self> {
         let layout = Layout::detect(Path::new("/sys")).context("detecting the CPU topology")?;
+        for w in &layout.warnings {
+            warn!("topology: {w}");
+        }
+        for line in layout.summary.lines() {
+            info!("{line}");
+        }
 
         let builder = BpfSkelBuilder::default();
         let mut skel = scx_ops_open!(builder, open_object, pandemonium_ops, None)?;

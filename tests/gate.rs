@@ -3,19 +3,20 @@
 //! `#[ignore]`d so `cargo test` on an ordinary host skips it; `./pandemonium.py test` runs it
 //! inside the VM with `--ignored --test-threads=1`.
 //!
-//! Layers: load and errors (implemented), classify, latency, responsiveness, contention (not yet: listed in
+//! Layers: load, errors, classify and topology (implemented), latency, responsiveness, contention (not yet: listed in
 //! TODO_LAYERS and reported as skipped by full_gate, never as passes).
 
 mod gate_support;
 
 use gate_support::workload::Mix;
 use gate_support::*;
+use scx_pandemonium::bpf_intf::Tier;
+use scx_pandemonium::layout::Layout;
 use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 /// Layers that do not exist yet, with the issue that brings them. full_gate prints them as skipped.
 const TODO_LAYERS: &[(&str, &str)] = &[
-    ("classify", "BPF core classification (issue 3)"),
     ("latency", "stall and starvation control (issue 5)"),
     ("responsiveness", "stall and starvation control (issue 5)"),
     ("contention", "stall and starvation control (issue 5)"),
@@ -153,6 +154,133 @@ fn layer_errors() {
     assert!(wait_state("disabled", Duration::from_secs(10)));
 }
 
+/// Behavior decides the tier: a CPU hog ends BATCH, a 1 ms sleeper that runs 50 us ends
+/// LAT_CRITICAL or INTERACTIVE, and a compositor's name makes it LAT_CRITICAL even as a hog. The
+/// verdicts are read from the scheduler's task_profiles BPF map.
+fn layer_classify() {
+    require_gate_environment();
+    let mut sched = SchedulerProc::start(&[]);
+    sched.wait_attached();
+
+    let mut mix = Mix::new();
+    mix.named_hog("gate-hog")
+        .sleeper(
+            "gate-sleeper",
+            Duration::from_millis(1),
+            Duration::from_micros(50),
+        )
+        .named_hog("gamescope");
+    let mut verdict = None;
+    let deadline = Duration::from_secs(40);
+    mix.run_for(deadline, |t| {
+        if verdict.is_some() || t.as_millis() % 500 > 10 {
+            return;
+        }
+        let prof = maps::read_profiles();
+        let tier = |c: &str| prof.get(c).and_then(|e| Tier::from_u8(e.tier));
+        let got = (tier("gate-hog"), tier("gate-sleeper"), tier("gamescope"));
+        if got.0 == Some(Tier::Batch)
+            && matches!(got.1, Some(Tier::LatCritical | Tier::Interactive))
+            && got.2 == Some(Tier::LatCritical)
+        {
+            verdict = Some((t, prof));
+        }
+    });
+    let prof = maps::read_profiles();
+    for name in ["gate-hog", "gate-sleeper", "gamescope"] {
+        eprintln!("gate classify: {name:>12}: {:?}", prof.get(name));
+    }
+    let (t, _) = verdict.unwrap_or_else(|| panic!("classification not reached in {deadline:?}"));
+    eprintln!(
+        "gate classify: expected tiers reached after {:.1} s",
+        t.as_secs_f64()
+    );
+    assert!(sched.running(), "scheduler died:\n{}", sched.output());
+    sched.signal(libc::SIGINT);
+    assert!(sched.wait_exit(DETACH_TIMEOUT).success());
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn classify() {
+    layer_classify();
+}
+
+/// The rank map and tau BPF runs with are what the guest's sysfs implies, and after a CPU goes
+/// offline no placement targets it while the rank walks skip it.
+fn layer_topology() {
+    require_gate_environment();
+    let expect = Layout::detect(std::path::Path::new("/sys")).expect("detecting the topology");
+    let mut sched = SchedulerProc::start(&["-v"]);
+    sched.wait_attached();
+
+    let out = sched.output();
+    let first = expect
+        .summary
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(out.contains(&first), "startup log lacks {first:?}:\n{out}");
+    eprintln!(
+        "gate topology: tau {} ns, c_eq {} ns",
+        expect.tau_ns, expect.codel_eq_ns
+    );
+    for (cpu, row) in expect.ranks.iter().enumerate() {
+        let got = maps::read_rank_row(cpu as u32);
+        assert_eq!(
+            got.cpus, row.cpus,
+            "rank row of cpu{cpu} differs from the model"
+        );
+        let n = row.cpus.iter().take_while(|&&c| c != u32::MAX).count();
+        eprintln!("gate topology: cpu{cpu} rank {:?}", &row.cpus[..n.min(8)]);
+    }
+
+    let cpus = online_cpus();
+    let hot = *cpus.iter().max().unwrap();
+    set_cpu_online(hot, false);
+    let before = maps::read_stats();
+    let mut mix = Mix::new();
+    mix.hogs(2 * cpus.len()).ping_pong().fork_loop();
+    let reports = mix.run_for(Duration::from_secs(6), |_| {});
+    let after = maps::read_stats();
+    set_cpu_online(hot, true);
+    for r in &reports {
+        assert!(
+            r.count > 0,
+            "{} made no progress with cpu{hot} offline",
+            r.name
+        );
+    }
+    let skips = after.nr_rank_offline_skips - before.nr_rank_offline_skips;
+    eprintln!(
+        "gate topology: cpu{hot} offline: rank walks skipped it {skips} times, {} placements on it",
+        after.nr_offline_placements
+    );
+    assert_eq!(
+        after.nr_offline_placements, 0,
+        "a placement targeted an offline CPU"
+    );
+    if cpus.len() > 2 {
+        assert!(
+            skips > 0,
+            "no rank walk met the offline cpu{hot}; the check proved nothing"
+        );
+    }
+    sched.signal(libc::SIGINT);
+    assert!(
+        sched.wait_exit(DETACH_TIMEOUT).success(),
+        "{}",
+        sched.output()
+    );
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn topology() {
+    layer_topology();
+}
+
 #[test]
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn errors() {
@@ -172,6 +300,10 @@ fn full_gate() {
     eprintln!("gate full_gate: load passed");
     layer_errors();
     eprintln!("gate full_gate: errors passed");
+    layer_classify();
+    eprintln!("gate full_gate: classify passed");
+    layer_topology();
+    eprintln!("gate full_gate: topology passed");
     for (layer, why) in TODO_LAYERS {
         eprintln!("GATE-SKIP {layer}: not implemented yet: {why}");
     }

@@ -103,6 +103,7 @@ struct pandemonium_stats {
 	u64 nr_offline_drain;
 	u64 nr_rank_offline_skips;
 	u64 nr_pinned;
+	u64 nr_offline_placements;
 	u64 l2_hit[NR_TIERS];
 	u64 l2_miss[NR_TIERS];
 	u64 wake_lat_sum_ns;

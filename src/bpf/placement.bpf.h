@@ -91,6 +91,9 @@ static __always_inline void insert_pcpu(struct task_struct *p, struct task_ctx *
 	mark_enqueued(tctx, bpf_ktime_get_ns());
 	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
 	STAT_INC(nr_pcpu);
+	/* Must stay 0: the gate checks that no placement ever targets a CPU known to be offline. */
+	if (!cpu_is_online(cpu))
+		STAT_INC(nr_offline_placements);
 }
 
 enum rank_want {

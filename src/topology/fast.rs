@@ -174,7 +174,6 @@ fn certify_lambda2_floor(l: &DMatrix<f64>, floor: f64) -> bool {
     m.cholesky().is_some()
 }
 
-
 #[cfg(test)]
 #[path = "tests/fast.rs"]
 mod tests;

@@ -25,7 +25,7 @@ pub const CODEL_EQ_MAX_NS: u64 = 8_000_000;
 // tau = 2 ms / 40 ms / 5 ms reproduce the published 2C / 12C / 32C columns.
 
 const US: u64 = 1_000;
-const MS: u64 = 1_000_000;
+pub(super) const MS: u64 = 1_000_000;
 
 /// A rational K so the table is exact integer arithmetic, like the BPF side.
 #[derive(Clone, Copy)]

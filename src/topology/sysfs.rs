@@ -10,7 +10,7 @@ use anyhow::{Result, anyhow, bail, ensure};
 
 use super::Topology;
 use super::cpulist::format_cpu_list;
-use super::probe::{CpuProbe, numbered_entry, probe_cpu, read_cpu_list_opt, read_dir_names};
+use super::probe::{numbered_entry, probe_cpu, read_cpu_list_opt, read_dir_names};
 use crate::bpf_intf::MAX_CPUS;
 
 /// Where the kernel mounts sysfs.
@@ -194,6 +194,8 @@ impl Topology {
     }
 }
 
+/// NUMA node per online CPU from `devices/system/node/nodeN/cpulist`, and
+/// the highest node id + 1. No node directory: everything is node 0.
 fn detect_nodes(
     root: &Path,
     online: &[u32],

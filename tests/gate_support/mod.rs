@@ -3,6 +3,7 @@
 //! log, and workloads that count their own progress.
 #![allow(dead_code)]
 
+pub mod maps;
 pub mod workload;
 
 use scx_pandemonium::preflight::sched_ext_state;
@@ -180,7 +181,7 @@ pub fn wait_state(want: &str, limit: Duration) -> bool {
 
 pub fn online_cpus() -> Vec<u32> {
     let text = fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    scx_pandemonium::layout::parse_cpulist(&text).unwrap()
+    scx_pandemonium::topology::parse_cpu_list(&text).unwrap()
 }
 
 /// Takes `cpu` offline (false) or back online (true); panics if the kernel refuses.

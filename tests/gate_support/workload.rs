@@ -92,6 +92,36 @@ impl Mix {
         self
     }
 
+    /// A thread that sleeps `sleep` and then spins for `run`, forever: the shape of an input or
+    /// audio handler.
+    pub fn sleeper(&mut self, name: &str, sleep: Duration, run: Duration) -> &mut Self {
+        self.spawn(name.into(), move |p, stop, epoch| {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(sleep);
+                let t0 = Instant::now();
+                while t0.elapsed() < run {
+                    std::hint::spin_loop();
+                }
+                p.tick(epoch);
+            }
+        });
+        self
+    }
+
+    /// A named busy loop (thread names become the kernel's comm).
+    pub fn named_hog(&mut self, name: &str) -> &mut Self {
+        self.spawn(name.into(), |p, stop, epoch| {
+            let mut x = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for _ in 0..20_000 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+                p.tick(epoch);
+            }
+        });
+        self
+    }
+
     /// fork+exec+wait of a trivial program in a loop.
     pub fn fork_loop(&mut self) -> &mut Self {
         self.spawn("forker".into(), |p, stop, epoch| {

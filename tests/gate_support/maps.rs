@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Reads the running scheduler's BPF maps from outside its process, by map name, the way bpftool
+//! would: what the gate asserts comes from the kernel's view, not from the scheduler's log.
+
+use libbpf_rs::query::MapInfoIter;
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+use scx_pandemonium::bpf_intf::{AffinityRow, CommKey, Pod, Stats, TaskClassEntry};
+use std::collections::HashMap;
+
+/// The newest map of that name (a previous instance's maps are gone once it detached).
+pub fn find_map(name: &str) -> MapHandle {
+    let info = MapInfoIter::default()
+        .filter(|m| m.name.to_str() == Some(name))
+        .max_by_key(|m| m.id)
+        .unwrap_or_else(|| panic!("no BPF map named {name}: is scx_pandemonium attached?"));
+    MapHandle::from_map_id(info.id).unwrap_or_else(|e| panic!("opening map {name}: {e}"))
+}
+
+pub fn read_profiles() -> HashMap<String, TaskClassEntry> {
+    let map = find_map("task_profiles");
+    let mut out = HashMap::new();
+    for key in map.keys() {
+        let Some(value) = map.lookup(&key, MapFlags::ANY).expect("lookup") else {
+            continue;
+        };
+        let (Some(k), Some(v)) = (
+            CommKey::from_bytes(&key),
+            TaskClassEntry::from_bytes(&value),
+        ) else {
+            panic!("task_profiles entry of unexpected size");
+        };
+        let end = k.comm.iter().position(|&b| b == 0).unwrap_or(k.comm.len());
+        out.insert(String::from_utf8_lossy(&k.comm[..end]).into_owned(), v);
+    }
+    out
+}
+
+/// Counters summed over CPUs.
+pub fn read_stats() -> Stats {
+    let map = find_map("stats_map");
+    let per_cpu = map
+        .lookup_percpu(0u32.as_bytes(), MapFlags::ANY)
+        .expect("lookup stats")
+        .expect("stats_map is empty");
+    let mut total = Stats::default();
+    for v in per_cpu {
+        total.accumulate(&Stats::from_bytes(&v).expect("stats size"));
+    }
+    total
+}
+
+pub fn read_rank_row(cpu: u32) -> AffinityRow {
+    let map = find_map("affinity_rank");
+    let v = map
+        .lookup(cpu.as_bytes(), MapFlags::ANY)
+        .expect("lookup rank")
+        .expect("rank row missing");
+    AffinityRow::from_bytes(&v).expect("rank row size")
+}
