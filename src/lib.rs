@@ -5,11 +5,16 @@
 pub mod bpf_intf;
 pub mod bpf_skel;
 pub mod compositor;
+pub mod event;
 pub mod hist;
 pub mod layout;
 pub mod log;
 pub mod preflight;
+pub mod procdb;
+pub mod regime;
 pub mod scheduler;
 pub mod telemetry;
 pub mod topology;
+pub mod tuning;
 pub mod version;
+pub mod watchdog;

@@ -3,7 +3,7 @@
 //! `#[ignore]`d so `cargo test` on an ordinary host skips it; `./pandemonium.py test` runs it
 //! inside the VM with `--ignored --test-threads=1`.
 //!
-//! Layers: load, errors, classify and topology (implemented), latency, responsiveness, contention (not yet: listed in
+//! Layers: load, errors, classify, topology and verifier (implemented), latency, responsiveness, contention (not yet: listed in
 //! TODO_LAYERS and reported as skipped by full_gate, never as passes).
 
 mod gate_support;
@@ -281,6 +281,57 @@ fn topology() {
     layer_topology();
 }
 
+/// Every scheduler op passed the running kernel's verifier; prints the verified instruction counts
+/// (run on the default and on the newest kernel).
+fn layer_verifier() {
+    require_gate_environment();
+    let mut sched = SchedulerProc::start(&[]);
+    sched.wait_attached();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut progs: Vec<(String, u32)> = libbpf_rs::query::ProgInfoIter::default()
+        .filter_map(|p| {
+            let name = p.name.to_string_lossy().to_string();
+            name.starts_with("pandemonium")
+                .then_some((name, p.verified_insns))
+        })
+        .collect();
+    progs.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    for (name, insns) in &progs {
+        eprintln!(
+            "gate verifier: {} {name:<16} {insns:>7} verified insns",
+            kernel.trim()
+        );
+    }
+    // BPF object names are cut at 15 bytes: "pandemonium_sel" is select_cpu.
+    for op in [
+        "pandemonium_sel",
+        "pandemonium_enq",
+        "pandemonium_dis",
+        "pandemonium_tic",
+    ] {
+        assert!(
+            progs.iter().any(|(n, _)| n == op),
+            "{op} is not loaded: {progs:?}"
+        );
+    }
+    assert!(
+        progs.iter().all(|(_, n)| *n > 0),
+        "a program reports no verified instructions"
+    );
+    sched.signal(libc::SIGINT);
+    assert!(
+        sched.wait_exit(DETACH_TIMEOUT).success(),
+        "{}",
+        sched.output()
+    );
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn verifier() {
+    layer_verifier();
+}
+
 #[test]
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn errors() {
@@ -304,6 +355,8 @@ fn full_gate() {
     eprintln!("gate full_gate: classify passed");
     layer_topology();
     eprintln!("gate full_gate: topology passed");
+    layer_verifier();
+    eprintln!("gate full_gate: verifier passed");
     for (layer, why) in TODO_LAYERS {
         eprintln!("GATE-SKIP {layer}: not implemented yet: {why}");
     }

@@ -141,6 +141,14 @@ impl SchedulerProc {
                 return st;
             }
             if t0.elapsed() > limit {
+                // Blocked-task stacks (sysrq-w) say where the exit is stuck.
+                let _ = fs::write("/proc/sysrq-trigger", "w");
+                std::thread::sleep(Duration::from_secs(2));
+                let klog = kernel_log();
+                eprintln!(
+                    "---- kernel log tail ----\n{}",
+                    klog[klog.len().saturating_sub(150)..].join("\n")
+                );
                 let _ = self.child.kill();
                 panic!(
                     "scheduler did not exit within {limit:?}:\n{}",
