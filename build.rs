@@ -88,6 +88,13 @@ fn build() -> Result<()> {
     for entry in fs::read_dir("src/bpf")? {
         println!("cargo:rerun-if-changed={}", entry?.path().display());
     }
+    // --version names the commit: rerun when HEAD moves or the branch it names advances.
+    if let Ok(head) = fs::read_to_string(".git/HEAD") {
+        println!("cargo:rerun-if-changed=.git/HEAD");
+        if let Some(r) = head.trim().strip_prefix("ref: ") {
+            println!("cargo:rerun-if-changed=.git/{r}");
+        }
+    }
 
     let git = Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])

@@ -15,6 +15,8 @@ import subprocess
 import sys
 
 from pandemonium_common import PROJECT_ROOT, PandemoniumError, die, log, setup_logging
+from pandemonium_install import (add_clean_parser, add_install_parser, add_rebuild_parser,
+                                 add_status_parser, add_uninstall_parser)
 
 
 def add_vm_parser(sub: argparse._SubParsersAction) -> None:
@@ -207,7 +209,9 @@ def cmd_test(args: argparse.Namespace) -> int:
     return 0 if failed == 0 and passed > 0 else 1
 
 
-COMMANDS = [add_build_parser, add_run_parser, add_test_parser, add_vm_parser]
+COMMANDS = [add_build_parser, add_run_parser, add_test_parser, add_vm_parser,
+            add_install_parser, add_uninstall_parser, add_status_parser, add_clean_parser,
+            add_rebuild_parser]
 
 
 def build_parser() -> argparse.ArgumentParser:

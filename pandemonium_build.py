@@ -25,6 +25,8 @@ BUILD_PACKAGES = {
 VM_PACKAGES = {
     "qemu-system-x86": ("cmd", "qemu-system-x86_64"),
     "busybox-static": ("file", "/bin/busybox"),
+    # The unit test runs systemd-analyze verify on systemd/pandemonium.service.
+    "systemd": ("cmd", "systemd-analyze"),
 }
 MIN_CLANG = 18
 

@@ -72,3 +72,41 @@ def cargo_target_dir() -> Path:
 
 def scheduler_binary(profile: str = "release") -> Path:
     return cargo_target_dir() / profile / BINARY_NAME
+
+
+# -- sched_ext detection (shared by status, benchmarks and the gate tools) ----------
+
+class SchedExtState:
+    """What /sys/kernel/sched_ext reports: `state` (disabled, enabling, enabled, disabling) and the
+    attached scheduler's ops name (e.g. "pandemonium"), if any. Mirrors src/preflight.rs."""
+
+    __slots__ = ("state", "ops")
+
+    def __init__(self, state: str, ops: str | None) -> None:
+        self.state = state
+        self.ops = ops
+
+    @property
+    def attached(self) -> bool:
+        return self.state != "disabled"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, SchedExtState)
+                and (self.state, self.ops) == (other.state, other.ops))
+
+    def __repr__(self) -> str:
+        return f"SchedExtState(state={self.state!r}, ops={self.ops!r})"
+
+
+def sched_ext_state(sysfs_root: str | os.PathLike = "/sys") -> SchedExtState | None:
+    """Reads <sysfs_root>/kernel/sched_ext/{state,root/ops}; None if the kernel has no sched_ext."""
+    base = Path(sysfs_root) / "kernel" / "sched_ext"
+    try:
+        state = (base / "state").read_text().strip()
+    except OSError:
+        return None
+    try:
+        ops = (base / "root" / "ops").read_text().strip() or None
+    except OSError:
+        ops = None
+    return SchedExtState(state, ops)

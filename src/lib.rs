@@ -2,9 +2,11 @@
 //! scx_pandemonium: a behavioral, adaptive sched_ext scheduler. The library holds everything the
 //! binary, the integration gate and the tools share.
 
+pub mod adaptive;
 pub mod bpf_intf;
 pub mod bpf_skel;
 pub mod compositor;
+pub mod cpustat;
 pub mod event;
 pub mod hist;
 pub mod layout;

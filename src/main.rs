@@ -3,14 +3,14 @@
 
 use anyhow::Result;
 use clap::Parser;
+use scx_pandemonium::adaptive::Controller;
 use scx_pandemonium::scheduler::{Options, Scheduler};
-use scx_pandemonium::telemetry::{self, Snapshot};
+use scx_pandemonium::watchdog::{self, Watchdog};
 use scx_pandemonium::{compositor, info, preflight, version};
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 /// A behavioral, adaptive sched_ext CPU scheduler.
 ///
@@ -55,7 +55,6 @@ fn run(cli: &Cli) -> Result<()> {
 
     let opts = Options {
         compositors: cli.compositors.clone(),
-        verbose: cli.verbose,
     };
     info!(
         "starting ({} mode)",
@@ -65,27 +64,36 @@ fn run(cli: &Cli) -> Result<()> {
             "adaptive"
         }
     );
+    let mut ctl = Controller::new(!cli.no_adaptive, cli.verbose);
+    let result = run_loop(&opts, &shutdown, &mut ctl, !cli.no_adaptive);
+    ctl.finish();
+    result
+}
+
+/// Load, attach and run; reload when the kernel asks for a restart (CPU hotplug).
+fn run_loop(
+    opts: &Options,
+    shutdown: &Arc<AtomicBool>,
+    ctl: &mut Controller,
+    adaptive: bool,
+) -> Result<()> {
     loop {
         let mut open_object = MaybeUninit::uninit();
-        let mut sched = Scheduler::init(&mut open_object, &opts)?;
-        let mut prev = Snapshot::default();
-        let mut prev_at = Instant::now();
-        let uei = sched.run(&shutdown, |s| {
-            let cur = Snapshot {
-                stats: s.read_stats()?,
-                hist: s.read_hist()?,
-            };
-            if opts.verbose {
-                let secs = prev_at.elapsed().as_secs_f64();
-                println!(
-                    "{}",
-                    telemetry::line(&prev, &cur, secs, &telemetry::Extra::default())
-                );
-            }
-            prev = cur;
-            prev_at = Instant::now();
-            Ok(())
-        })?;
+        let mut sched = Scheduler::init(&mut open_object, opts)?;
+        // Started after attach: loading a large BPF program may take longer than the timeout.
+        let (heartbeat, guard) = if adaptive {
+            let wd = Watchdog::new(watchdog::STALL_TIMEOUT);
+            let hb = wd.heartbeat();
+            (
+                Some(hb),
+                Some(wd.spawn(watchdog::CHECK_PERIOD, watchdog::exit_on_stall)?),
+            )
+        } else {
+            (None, None)
+        };
+        ctl.attached(heartbeat);
+        let uei = sched.run(shutdown, |s| ctl.tick(s))?;
+        drop(guard);
         if uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
             info!("the kernel asked for a restart (CPU hotplug); reloading");
             continue;

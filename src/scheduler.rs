@@ -2,7 +2,9 @@
 //! The BPF skeleton's lifecycle: open, fill rodata and maps, load, attach, run until told to stop
 //! or until the kernel ends the scheduler, detach. Also the map I/O the daemon needs.
 
-use crate::bpf_intf::{AffinityRow, CommKey, Hist, Pod, Stats, TopoParams, TuningKnobs};
+use crate::bpf_intf::{
+    AffinityRow, CommKey, Hist, Pod, Stats, TaskClassEntry, TopoParams, TuningKnobs,
+};
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::compositor;
 use crate::layout::Layout;
@@ -18,7 +20,6 @@ use std::time::{Duration, Instant};
 
 pub struct Options {
     pub compositors: Vec<String>,
-    pub verbose: bool,
 }
 
 pub struct Scheduler<'obj> {
@@ -153,6 +154,69 @@ impl<'obj> Scheduler<'obj> {
             }
         }
         Ok(total)
+    }
+
+    /// BPF's longrun flag: the batch DSQ has stayed busy past the longrun threshold.
+    pub fn longrun(&self) -> bool {
+        self.skel
+            .maps
+            .bss_data
+            .as_ref()
+            // SAFETY: a plain aligned u32 in the BPF-mapped bss.
+            .is_some_and(|b| unsafe { std::ptr::read_volatile(&b.longrun_mode) } != 0)
+    }
+
+    /// How long node 0's batch DSQ has held work (0 when empty), from BPF's CAS-kept first-insert
+    /// stamp; bpf_ktime_get_ns() is CLOCK_MONOTONIC.
+    pub fn batch_age_ns(&self) -> u64 {
+        let Some(b) = self.skel.maps.bss_data.as_ref() else {
+            return 0;
+        };
+        // SAFETY: a plain aligned u64 in the BPF-mapped bss; BPF may change it at any time.
+        let since = unsafe { std::ptr::read_volatile(&b.batch_dsq_since[0]) };
+        if since == 0 {
+            return 0;
+        }
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes into the timespec we own.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        (ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64).saturating_sub(since)
+    }
+
+    /// Mature profiles BPF has published, keyed by comm.
+    pub fn read_profiles(&self) -> Result<Vec<(CommKey, TaskClassEntry)>> {
+        let map = &self.skel.maps.task_profiles;
+        let mut out = Vec::new();
+        for key in map.keys() {
+            if let Some(v) = map.lookup(&key, MapFlags::ANY)?
+                && let (Some(k), Some(e)) =
+                    (CommKey::from_bytes(&key), TaskClassEntry::from_bytes(&v))
+            {
+                out.push((k, e));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Replaces the warm-start map with `entries` (the daemon's confident classes).
+    pub fn write_warm(&self, entries: &[(CommKey, TaskClassEntry)]) -> Result<()> {
+        let map = &self.skel.maps.procdb_warm;
+        let keep: std::collections::HashSet<&[u8]> =
+            entries.iter().map(|(k, _)| k.as_bytes()).collect();
+        let stale: Vec<Vec<u8>> = map
+            .keys()
+            .filter(|k| !keep.contains(k.as_slice()))
+            .collect();
+        for k in stale {
+            let _ = map.delete(&k);
+        }
+        for (k, e) in entries {
+            update(map, k, e)?;
+        }
+        Ok(())
     }
 
     pub fn exited(&self) -> bool {

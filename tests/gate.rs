@@ -3,7 +3,7 @@
 //! `#[ignore]`d so `cargo test` on an ordinary host skips it; `./pandemonium.py test` runs it
 //! inside the VM with `--ignored --test-threads=1`.
 //!
-//! Layers: load, errors, classify, topology and verifier (implemented), latency, responsiveness, contention (not yet: listed in
+//! Layers: load, errors, classify, topology, verifier, adaptive and watchdog (implemented), latency, responsiveness, contention (not yet: listed in
 //! TODO_LAYERS and reported as skipped by full_gate, never as passes).
 
 mod gate_support;
@@ -332,6 +332,89 @@ fn verifier() {
     layer_verifier();
 }
 
+/// The adaptive loop's regime follows the load: HEAVY with every CPU busy, LIGHT when idle.
+fn layer_adaptive() {
+    require_gate_environment();
+    if gate_args().iter().any(|a| a == "--no-adaptive") {
+        eprintln!("gate adaptive: BPF-only mode has no regime; nothing to check");
+        return;
+    }
+    let regimes = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.starts_with("d/s:"))
+            .filter_map(|l| {
+                l.rsplit_once('[')
+                    .map(|(_, r)| r.trim_end_matches(']').to_string())
+            })
+            .collect()
+    };
+    let mut sched = SchedulerProc::start(&["-v"]);
+    sched.wait_attached();
+    let n = online_cpus().len();
+    let mut mix = Mix::new();
+    mix.hogs(2 * n);
+    mix.run_for(Duration::from_secs(8), |_| {});
+    let loaded = regimes(&sched.output());
+    std::thread::sleep(Duration::from_secs(8));
+    let all = regimes(&sched.output());
+    let idle = &all[loaded.len().min(all.len())..];
+    eprintln!("gate adaptive: under load {loaded:?}; idle {idle:?}");
+    assert!(
+        loaded.iter().any(|r| r.starts_with("HEAVY")),
+        "never HEAVY under full load"
+    );
+    assert!(
+        idle.last().is_some_and(|r| r.starts_with("LIGHT")),
+        "not LIGHT when idle"
+    );
+    sched.signal(libc::SIGINT);
+    assert!(
+        sched.wait_exit(DETACH_TIMEOUT).success(),
+        "{}",
+        sched.output()
+    );
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn adaptive() {
+    layer_adaptive();
+}
+
+/// A stalled control loop (test hook) makes the watchdog exit with its status; the kernel then
+/// detaches the scheduler and the default one takes over.
+fn layer_watchdog() {
+    require_gate_environment();
+    if gate_args().iter().any(|a| a == "--no-adaptive") {
+        eprintln!("gate watchdog: BPF-only mode has no control loop; nothing to check");
+        return;
+    }
+    // SAFETY: the gate runs its layers on one thread (--test-threads=1).
+    unsafe { std::env::set_var("PANDEMONIUM_TEST_STALL_LOOP_SECS", "30") };
+    let mut sched = SchedulerProc::start(&[]);
+    unsafe { std::env::remove_var("PANDEMONIUM_TEST_STALL_LOOP_SECS") };
+    sched.wait_attached();
+    let st = sched.wait_exit(Duration::from_secs(60));
+    assert_eq!(
+        st.code(),
+        Some(75),
+        "watchdog exit status:\n{}",
+        sched.output()
+    );
+    assert!(sched.output().contains("WATCHDOG"), "{}", sched.output());
+    assert!(
+        wait_state("disabled", Duration::from_secs(10)),
+        "state {}",
+        state()
+    );
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn watchdog() {
+    layer_watchdog();
+}
+
 #[test]
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn errors() {
@@ -357,6 +440,10 @@ fn full_gate() {
     eprintln!("gate full_gate: topology passed");
     layer_verifier();
     eprintln!("gate full_gate: verifier passed");
+    layer_adaptive();
+    eprintln!("gate full_gate: adaptive passed");
+    layer_watchdog();
+    eprintln!("gate full_gate: watchdog passed");
     for (layer, why) in TODO_LAYERS {
         eprintln!("GATE-SKIP {layer}: not implemented yet: {why}");
     }

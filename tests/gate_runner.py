@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pandemonium_common import PandemoniumError, log
 
-KNOWN_LAYERS = ["load", "errors", "classify", "topology", "verifier", "latency", "responsiveness", "contention", "full_gate"]
+KNOWN_LAYERS = ["load", "errors", "classify", "topology", "verifier", "adaptive", "watchdog", "latency", "responsiveness", "contention", "full_gate"]
 GUEST_GATE = "/usr/local/bin/gate"
 
 

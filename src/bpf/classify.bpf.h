@@ -32,8 +32,22 @@ struct {
 	__type(value, struct task_class_entry);
 } task_profiles SEC(".maps");
 
+/* comm -> confident class learned by the daemon (procdb): new tasks start from it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct comm_key);
+	__type(value, struct task_class_entry);
+} procdb_warm SEC(".maps");
+
 /* Set while a LAT_CRITICAL task waits in a shared DSQ: tick() preempts BATCH 4x sooner. */
 u32 latcrit_waiting;
+
+/*
+ * Set while the batch DSQ has stayed non-empty past longrun_thresh_ns: sustained CPU-bound work.
+ * Interactive slices then use burst_slice_ns; the daemon reads it (affinity weak, base batch).
+ */
+u32 longrun_mode;
 
 static __always_inline u64 ewma(u64 avg, u64 sample)
 {
@@ -132,6 +146,24 @@ static __always_inline void publish_profile(const struct task_struct *p, struct 
 	e.samples = tctx->samples;
 	e.avg_runtime_ns = tctx->avg_runtime;
 	bpf_map_update_elem(&task_profiles, &key, &e, BPF_ANY);
+}
+
+/*
+ * enable(): a process the daemon has learned starts as what it was, mature, instead of spending
+ * its first bursts as an unknown; its own EWMAs take over from there.
+ */
+static __always_inline void warm_start(const struct task_struct *p, struct task_ctx *tctx)
+{
+	struct task_class_entry *e;
+	struct comm_key key;
+
+	read_comm(p, &key);
+	e = bpf_map_lookup_elem(&procdb_warm, &key);
+	if (!e || !e->confident || e->tier >= NR_TIERS)
+		return;
+	tctx->tier = e->tier;
+	tctx->avg_runtime = e->avg_runtime_ns;
+	tctx->samples = MATURE_SAMPLES;
 }
 
 /* runnable(): a wakeup after a sleep feeds the wakeup frequency. */

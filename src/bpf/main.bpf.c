@@ -236,19 +236,36 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
  * A BATCH task yields its CPU once an interactive task has waited in the node DSQ longer than
  * preempt_thresh_ns, 4x sooner while a LAT_CRITICAL one is among them.
  */
+/* CPU 0's tick keeps the global longrun flag: one writer, no contention. */
+static __always_inline void update_longrun(struct topo_params *tp, u64 now)
+{
+	u64 since = batch_dsq_since[0];
+	u32 on = since && now - since >= tp->longrun_thresh_ns;
+
+	if (on != longrun_mode)
+		longrun_mode = on;
+}
+
 void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	struct tuning_knobs *k = knobs();
-	u32 node = cpu_node(scx_bpf_task_cpu(p));
+	struct topo_params *tp = topo();
+	s32 cpu = scx_bpf_task_cpu(p);
+	u32 node = cpu_node(cpu);
 	u64 since, thresh;
 
-	if (!tctx || !k || tctx->tier != TIER_BATCH)
+	if (cpu == 0 && tp)
+		update_longrun(tp, bpf_ktime_get_ns());
+	if (!tctx || !k || !tp || tctx->tier != TIER_BATCH)
 		return;
 	since = node_dsq_since[node & (MAX_NODES - 1)];
 	if (!since)
 		return;
 	thresh = k->preempt_thresh_ns;
+	/* Thin topologies protect BATCH runners longer during longrun, or they would thrash. */
+	if (longrun_mode)
+		thresh <<= tp->longrun_preempt_shift;
 	if (latcrit_waiting)
 		thresh >>= 2;
 	if (bpf_ktime_get_ns() - since < thresh)
@@ -263,8 +280,10 @@ void BPF_STRUCT_OPS(pandemonium_enable, struct task_struct *p)
 	struct task_ctx *tctx = task_ctx(p);
 
 	p->scx.dsq_vtime = vtime_now;
-	if (tctx)
+	if (tctx) {
 		refresh_identity(p, tctx);
+		warm_start(p, tctx);
+	}
 }
 
 s32 BPF_STRUCT_OPS(pandemonium_init_task, struct task_struct *p, struct scx_init_task_args *args)

@@ -32,7 +32,7 @@ static __always_inline u64 task_vtime(struct task_struct *p, struct tuning_knobs
  */
 static __always_inline u64 task_slice(const struct task_ctx *tctx, const struct tuning_knobs *k)
 {
-	u64 cap = k->slice_ns, s;
+	u64 cap = longrun_mode ? k->burst_slice_ns : k->slice_ns, s;
 
 	if (tctx->tier == TIER_BATCH)
 		return k->batch_slice_ns;

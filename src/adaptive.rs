@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The 1 Hz control loop: read BPF's counters and histograms, run the regime detector and the MWU
+//! tuner, write the knobs back, feed the process database, print the telemetry line. One thread,
+//! no locks: BPF only ever sees whole knob structs written by this loop.
+
+use crate::bpf_intf::TuningKnobs;
+use crate::cpustat::{self, CpuTimes};
+use crate::procdb::{self, Observation, ProcDb};
+use crate::scheduler::Scheduler;
+use crate::telemetry::{self, Extra, Snapshot};
+use crate::tuning::{TickContext, TickInput, Tuner};
+use crate::watchdog::{self, Heartbeat};
+use crate::{info, warn};
+use anyhow::Result;
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub struct Controller {
+    adaptive: bool,
+    verbose: bool,
+    tuner: Tuner,
+    db: Option<(ProcDb, PathBuf)>,
+    prev: Snapshot,
+    prev_at: Instant,
+    cpu_prev: Option<CpuTimes>,
+    heartbeat: Option<Heartbeat>,
+}
+
+impl Controller {
+    /// In adaptive mode also loads the process database; a bad file is reported and set aside.
+    pub fn new(adaptive: bool, verbose: bool) -> Controller {
+        let db = adaptive.then(procdb::default_path).flatten().map(|path| {
+            let (db, outcome) = ProcDb::load(&path, procdb::DEFAULT_CAPACITY);
+            if outcome.is_warning() {
+                warn!("procdb {}: {outcome}", path.display());
+            } else {
+                info!("procdb {}: {outcome}", path.display());
+            }
+            (db, path)
+        });
+        Controller {
+            adaptive,
+            verbose,
+            tuner: Tuner::new(),
+            db,
+            prev: Snapshot::default(),
+            prev_at: Instant::now(),
+            cpu_prev: cpustat::read(),
+            heartbeat: None,
+        }
+    }
+
+    /// A fresh BPF instance starts its counters at zero.
+    pub fn attached(&mut self, heartbeat: Option<Heartbeat>) {
+        self.prev = Snapshot::default();
+        self.prev_at = Instant::now();
+        self.heartbeat = heartbeat;
+    }
+
+    pub fn tick(&mut self, sched: &Scheduler) -> Result<()> {
+        if let Some(hb) = &self.heartbeat {
+            hb.beat();
+        }
+        watchdog::maybe_injected_stall();
+
+        let cur = Snapshot {
+            stats: sched.read_stats()?,
+            hist: sched.read_hist()?,
+        };
+        let secs = self.prev_at.elapsed().as_secs_f64();
+        let longrun = sched.longrun();
+        let mut extra = Extra::default();
+
+        if self.adaptive {
+            let ctx = TickContext {
+                longrun,
+                nr_cpus: sched.layout.online.len() as u32,
+                tau_ns: sched.layout.tau_ns,
+            };
+            let mut input = TickInput::from_counters(
+                (&self.prev.stats, &self.prev.hist),
+                (&cur.stats, &cur.hist),
+                secs,
+                ctx,
+            );
+            let cpu_now = cpustat::read();
+            if let (Some(a), Some(b)) = (self.cpu_prev, cpu_now)
+                && let Some(idle) = cpustat::idle_pct(a, b)
+            {
+                input.idle_pct = idle;
+            }
+            self.cpu_prev = cpu_now;
+            let topo = TuningKnobs {
+                topology_tau_ns: sched.layout.tau_ns,
+                codel_eq_ns: sched.layout.codel_eq_ns,
+                ..TuningKnobs::defaults()
+            };
+            let out = self.tuner.tick(&input, &topo);
+            sched.write_knobs(&out.knobs)?;
+            let label = out.regime.label();
+            extra.regime = Some(if longrun {
+                format!("{label}+LONGRUN")
+            } else {
+                label.to_string()
+            });
+            extra.sleep_io_pct = out.io_pct.map(|v| v.round() as u64);
+            self.learn(sched)?;
+            if let Some((db, _)) = &self.db {
+                extra.procdb = Some((db.len(), db.confident_count()));
+            }
+        } else if longrun {
+            extra.regime = Some("LONGRUN".into());
+        }
+        let knobs = sched.read_knobs()?;
+        extra.sojourn_ns = Some((sched.batch_age_ns(), knobs.sojourn_thresh_ns));
+
+        if self.verbose {
+            println!("{}", telemetry::line(&self.prev, &cur, secs, &extra));
+        }
+        self.prev = cur;
+        self.prev_at = Instant::now();
+        Ok(())
+    }
+
+    fn learn(&mut self, sched: &Scheduler) -> Result<()> {
+        let Some((db, path)) = &mut self.db else {
+            return Ok(());
+        };
+        for (k, e) in sched.read_profiles()? {
+            if let Some(o) = Observation::from_map(&k, &e) {
+                db.observe(&o);
+            }
+        }
+        sched.write_warm(&db.confident())?;
+        if let Some(Err(e)) = db.save_if_due(path, Instant::now()) {
+            warn!("procdb: cannot save {}: {e}", path.display());
+        }
+        Ok(())
+    }
+
+    /// Saves the process database on the way out.
+    pub fn finish(&mut self) {
+        if let Some((db, path)) = &mut self.db
+            && db.is_dirty()
+        {
+            match db.save(path) {
+                Ok(()) => info!("procdb: saved {} profiles to {}", db.len(), path.display()),
+                Err(e) => warn!("procdb: cannot save {}: {e}", path.display()),
+            }
+        }
+    }
+}

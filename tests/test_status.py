@@ -1,0 +1,177 @@
+"""status: sched_ext detection and the report, against fixture sysfs trees built in tmp dirs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import pandemonium_install as inst  # noqa: E402
+from pandemonium_common import SchedExtState, sched_ext_state  # noqa: E402
+
+
+def make_sysfs(root: Path, state: str | None, ops: str | None = None) -> Path:
+    """A sysfs root; state None means a kernel without sched_ext (no kernel/sched_ext dir)."""
+    (root / "kernel").mkdir(parents=True)
+    if state is not None:
+        d = root / "kernel/sched_ext"
+        (d / "root").mkdir(parents=True)
+        (d / "state").write_text(state + "\n")
+        if ops is not None:
+            (d / "root/ops").write_text(ops + "\n")
+    return root
+
+
+def fake_binary(path: Path, version: str, rc: int = 0) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho 'scx_pandemonium {version} (git fixture)'\n"
+                    f"echo 'target: x86_64-unknown-linux-gnu'\nexit {rc}\n")
+    path.chmod(0o755)
+    return path
+
+
+# -- sched_ext_state ----------------------------------------------------------------
+
+def test_no_sched_ext_dir(tmp_path):
+    assert sched_ext_state(make_sysfs(tmp_path, None)) is None
+    assert sched_ext_state(tmp_path / "does-not-exist") is None
+
+
+def test_disabled(tmp_path):
+    st = sched_ext_state(make_sysfs(tmp_path, "disabled"))
+    assert st == SchedExtState("disabled", None) and not st.attached
+
+
+def test_enabled_with_ops(tmp_path):
+    st = sched_ext_state(make_sysfs(tmp_path, "enabled", "lavd_1.0.0_x86_64"))
+    assert st == SchedExtState("enabled", "lavd_1.0.0_x86_64") and st.attached
+
+
+def test_empty_ops_file_means_no_name(tmp_path):
+    assert sched_ext_state(make_sysfs(tmp_path, "disabling", "")) == SchedExtState("disabling",
+                                                                                   None)
+
+
+# -- the report ---------------------------------------------------------------------
+
+@pytest.fixture
+def no_build(tmp_path) -> Path:
+    return tmp_path / "no-build" / "scx_pandemonium"
+
+
+def status(tmp_path, sysfs, build, layout=None) -> inst.Status:
+    return inst.collect_status(layout or inst.Layout(destdir=str(tmp_path / "stage")),
+                               sysfs_root=sysfs, build_binary=build,
+                               systemd_run_dir=str(tmp_path / "no-systemd"))
+
+
+def test_report_without_sched_ext(tmp_path, no_build):
+    st = status(tmp_path, make_sysfs(tmp_path / "sys", None), no_build)
+    assert st.sched_ext == "missing" and st.build is None and st.installed is None
+    assert st.service.startswith("systemd not running")
+    text = inst.format_status(st, inst.Layout(destdir=str(tmp_path / "stage")))
+    assert "no /sys/kernel/sched_ext" in text and "CONFIG_SCHED_CLASS_EXT" in text
+    assert "not built" in text and "installed:  no" in text
+    assert "service:    pandemonium: systemd not running" in text
+
+
+def test_report_idle_sched_ext(tmp_path, no_build):
+    st = status(tmp_path, make_sysfs(tmp_path / "sys", "disabled"), no_build)
+    assert st.sched_ext == "disabled" and not st.ours_attached
+    assert "no sched_ext scheduler attached" in inst.describe_sched_ext(st)
+
+
+def test_report_ours_attached(tmp_path, no_build):
+    st = status(tmp_path, make_sysfs(tmp_path / "sys", "enabled", "pandemonium"), no_build)
+    assert st.ours_attached
+    assert inst.describe_sched_ext(st) == "enabled: pandemonium attached (that is scx_pandemonium)"
+
+
+def test_report_other_scheduler_attached(tmp_path, no_build):
+    st = status(tmp_path, make_sysfs(tmp_path / "sys", "enabled", "lavd_1.0.0_x86_64"), no_build)
+    assert not st.ours_attached
+    assert inst.describe_sched_ext(st) == "enabled: lavd_1.0.0_x86_64 attached"
+
+
+def test_report_transitional_state(tmp_path, no_build):
+    st = status(tmp_path, make_sysfs(tmp_path / "sys", "enabling", "rusty"), no_build)
+    assert inst.describe_sched_ext(st) == "enabling: rusty"
+
+
+def test_report_build_and_installed_versions(tmp_path):
+    build = fake_binary(tmp_path / "target dir/release/scx_pandemonium", "0.2.0")
+    lay = inst.Layout(destdir=str(tmp_path / "stage dir"))
+    inst.install_files(lay, fake_binary(tmp_path / "old/scx_pandemonium", "0.1.0"), euid=1000)
+    st = status(tmp_path, make_sysfs(tmp_path / "sys", "disabled"), build, lay)
+    assert st.build == str(build)
+    assert st.build_version.splitlines()[0] == "scx_pandemonium 0.2.0 (git fixture)"
+    assert st.installed == str(tmp_path / "stage dir/usr/local/bin/scx_pandemonium")
+    assert st.installed_version.startswith("scx_pandemonium 0.1.0")
+    assert st.unit and st.unit.endswith("pandemonium.service")
+    text = inst.format_status(st, lay)
+    assert "[scx_pandemonium 0.2.0 (git fixture)]" in text
+    assert "installed binary differs from the build" in text
+
+
+def test_report_binary_that_does_not_run(tmp_path):
+    build = fake_binary(tmp_path / "b/scx_pandemonium", "0.0.0", rc=1)
+    st = status(tmp_path, make_sysfs(tmp_path / "sys", None), build)
+    assert st.build and st.build_version is None
+    assert "[did not run]" in inst.format_status(st)
+
+
+def test_cli_status_with_fixture_sysfs(tmp_path):
+    sysfs = make_sysfs(tmp_path / "sys", "enabled", "pandemonium")
+    env = dict(os.environ, CARGO_TARGET_DIR=str(tmp_path / "no target"))
+    env.pop("DESTDIR", None)
+    cmd = [sys.executable, str(ROOT / "pandemonium.py"), "status", "--sysfs", str(sysfs),
+           "--destdir", str(tmp_path / "stage")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "sched_ext:  enabled: pandemonium attached (that is scx_pandemonium)" in proc.stdout
+    proc = subprocess.run(cmd + ["--json"], capture_output=True, text=True, env=env)
+    report = json.loads(proc.stdout)
+    assert report["sched_ext"] == "enabled" and report["ops"] == "pandemonium"
+    assert report["ours_attached"] is True and report["build"] is None
+
+
+@pytest.mark.parametrize("active, enabled, enabled_rc, expected", [
+    ("active", "enabled", 0, "active, enabled"),
+    ("failed", "disabled", 1, "failed, disabled"),
+    ("inactive", "", 1, "inactive, unit not installed"),
+])
+def test_service_state_from_systemctl(tmp_path, monkeypatch, no_build, active, enabled,
+                                      enabled_rc, expected):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "systemctl"
+    fake.write_text('#!/bin/sh\n[ "$2" = pandemonium.service ] || exit 9\n'
+                    f'case "$1" in is-active) echo {active}; exit 3;;\n'
+                    f'  is-enabled) [ -n "{enabled}" ] && echo {enabled}; exit {enabled_rc};;\n'
+                    'esac\nexit 9\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    run_dir = tmp_path / "run-systemd-system"
+    run_dir.mkdir()
+    st = inst.collect_status(inst.Layout(destdir=str(tmp_path / "stage")),
+                             sysfs_root=make_sysfs(tmp_path / "sys", None), build_binary=no_build,
+                             systemd_run_dir=str(run_dir))
+    assert st.service == expected
+    assert f"service:    pandemonium: {expected}" in inst.format_status(st)
+
+
+def test_systemctl_present_but_systemd_not_running(tmp_path, monkeypatch, no_build):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "systemctl").write_text("#!/bin/sh\nexit 1\n")
+    (bindir / "systemctl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    st = status(tmp_path, make_sysfs(tmp_path / "sys", None), no_build)
+    assert st.service == "systemd not running"
