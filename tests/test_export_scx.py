@@ -312,7 +312,7 @@ def test_exported_crate_builds_in_the_workspace(scx):
 def test_a_crate_we_did_not_write_is_replaced_only_on_request(scx):
     theirs = scx / "scheds/rust/scx_pandemonium"
     crate(theirs, "scx_pandemonium", "5.20.0")
-    (theirs / "src/adaptive.rs").write_text("// upstream's\n")
+    (theirs / "src/upstream_only.rs").write_text("// upstream's\n")
     (theirs / "pandemonium.py").write_text("# upstream's tool\n")
     before = tree_hash(scx)
     proc = run("--no-fmt", str(scx))
@@ -321,8 +321,8 @@ def test_a_crate_we_did_not_write_is_replaced_only_on_request(scx):
     assert tree_hash(scx) == before
     proc = run("--no-fmt", "--replace", str(scx))
     assert proc.returncode == 0, proc.stderr
-    assert "delete scheds/rust/scx_pandemonium/src/adaptive.rs" in proc.stdout
-    assert (theirs / "pandemonium.py").exists() and not (theirs / "src/adaptive.rs").exists()
+    assert "delete scheds/rust/scx_pandemonium/src/upstream_only.rs" in proc.stdout
+    assert (theirs / "pandemonium.py").exists() and not (theirs / "src/upstream_only.rs").exists()
     assert (theirs / "Cargo.toml").read_text().startswith(export_scx.MARKER)
     assert run("--no-fmt", str(scx)).returncode == 0  # ours now: no --replace needed
 
