@@ -167,8 +167,9 @@ def add_test_parser(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  %(prog)s\n  %(prog)s --gate load\n  %(prog)s --gate load --cpus 4",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gate", metavar="LAYER[,LAYER]",
-                   help="run only these gate layers (load, errors, classify, latency, "
-                        "responsiveness, contention, full_gate); default: full_gate")
+                   help="run only these gate layers (load, hotplug, errors, classify, topology, "
+                        "verifier, adaptive, watchdog, latency, responsiveness, contention, "
+                        "starvation, full_gate); default: full_gate")
     p.add_argument("--cpus", default="2,4", metavar="N[,N]",
                    help="vCPU counts to run the gate at (default: 2,4)")
     p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")

@@ -2,8 +2,9 @@
 //! scx_pandemonium: command line, preflight checks, and the load / run / restart loop.
 
 use anyhow::Result;
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use scx_pandemonium::adaptive::Controller;
+use scx_pandemonium::cli::{probe, stress};
 use scx_pandemonium::scheduler::{Options, Scheduler};
 use scx_pandemonium::watchdog::{self, Watchdog};
 use scx_pandemonium::{compositor, info, preflight, version};
@@ -33,6 +34,18 @@ struct Cli {
     /// Print one line of telemetry per second.
     #[arg(short, long)]
     verbose: bool,
+
+    #[command(subcommand)]
+    tool: Option<Tool>,
+}
+
+/// Measurement tools used by the benchmarks; they need neither root nor sched_ext.
+#[derive(Subcommand, Debug)]
+enum Tool {
+    /// Interactive wakeup probe: lateness of absolute-deadline sleeps, as JSON.
+    Probe(probe::ProbeArgs),
+    /// CPU load generator: busy, pinned, long-running or duty-cycled workers.
+    Stress(stress::StressArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +60,12 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<()> {
+    // The tools install their own signal handling; ctrlc below would conflict.
+    match &cli.tool {
+        Some(Tool::Probe(a)) => return probe::run(a),
+        Some(Tool::Stress(a)) => return stress::run(a),
+        None => {}
+    }
     preflight::check(&preflight::System::live())?;
 
     let shutdown = Arc::new(AtomicBool::new(false));

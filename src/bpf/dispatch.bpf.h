@@ -95,7 +95,20 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 		return true;
 	if (service_aged_overflow(node, tp->overflow_rescue_ns)) {
 		STAT_INC(nr_overflow_rescue);
+		codel_note_rescue();
 		return true;
+	}
+	/*
+	 * CoDel: this CPU's waits stayed above the target for a whole interval. Serving the shared
+	 * overflow now, whatever its age, hands the queued work to a CPU that is about to be free.
+	 */
+	if (codel_cpu(cpu)->stalled) {
+		codel_cpu(cpu)->stalled = 0;
+		if (service_aged_overflow(node, 1)) {
+			STAT_INC(nr_overflow_rescue);
+			codel_note_rescue();
+			return true;
+		}
 	}
 
 	/* 0: own per-CPU DSQ, cache-hot. */

@@ -8,6 +8,7 @@
 #include "state.bpf.h"
 #include "classify.bpf.h"
 #include "placement.bpf.h"
+#include "codel.bpf.h"
 #include "dispatch.bpf.h"
 
 char _license[] SEC("license") = "GPL";
@@ -50,7 +51,8 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 
 	cpu = wake_sync_target(p, wake_flags, tp);
 	if (cpu >= 0) {
-		place_pcpu_with_spill(p, tctx, cpu, task_slice(tctx, k), task_vtime(p, k, tp), 0);
+		place_pcpu_with_spill(p, tctx, cpu, task_slice(tctx, k),
+				      task_vtime(p, tctx, SCX_ENQ_WAKEUP, k, tp), 0);
 		return cpu;
 	}
 	cpu = find_idle_l2_sibling(p, prev_cpu, k);
@@ -60,7 +62,8 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 			return cpu;
 	}
 	STAT_INC(nr_idle_hits);
-	place_pcpu_with_spill(p, tctx, cpu, task_slice(tctx, k), task_vtime(p, k, tp), 0);
+	place_pcpu_with_spill(p, tctx, cpu, task_slice(tctx, k),
+				      task_vtime(p, tctx, SCX_ENQ_WAKEUP, k, tp), 0);
 	return cpu;
 }
 
@@ -99,7 +102,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 		STAT_INC(nr_enq_requeue);
 
 	slice = task_slice(tctx, k);
-	vtime = task_vtime(p, k, tp);
+	vtime = task_vtime(p, tctx, enq_flags, k, tp);
 
 	/*
 	 * A task that can run on one CPU only goes straight to that CPU's local DSQ. In a shared DSQ
@@ -176,6 +179,8 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	struct task_ctx *tctx = task_ctx(p);
 	struct pandemonium_stats *s;
 	struct pandemonium_hist *h;
+	struct tuning_knobs *k;
+	struct topo_params *tp;
 	u64 now = bpf_ktime_get_ns(), lat;
 	s32 cpu = scx_bpf_task_cpu(p);
 	u32 zero = 0;
@@ -198,6 +203,8 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 
 	lat = now - tctx->enqueue_at;
 	tctx->enqueue_at = 0;
+	if ((k = knobs()) && (tp = topo()))
+		codel_observe(cpu, lat, now, k, tp);
 	h = bpf_map_lookup_elem(&hist_map, &zero);
 	if (h)
 		h->wake_lat[tier_idx(tctx->tier)][log2_bucket(lat, NR_LAT_BUCKETS)]++;
@@ -255,8 +262,10 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	u32 node = cpu_node(cpu);
 	u64 since, thresh;
 
-	if (cpu == 0 && tp)
+	if (cpu == 0 && tp && k) {
 		update_longrun(tp, bpf_ktime_get_ns());
+		codel_step(k, tp);
+	}
 	if (!tctx || !k || !tp || tctx->tier != TIER_BATCH)
 		return;
 	since = node_dsq_since[node & (MAX_NODES - 1)];
@@ -279,7 +288,13 @@ void BPF_STRUCT_OPS(pandemonium_enable, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
 
-	p->scx.dsq_vtime = vtime_now;
+	struct topo_params *tp = topo();
+
+	/*
+	 * New tasks queue behind what is already waiting: a fork storm must not jump ahead of the
+	 * daemons that were runnable before it.
+	 */
+	p->scx.dsq_vtime = vtime_now + (tp ? tp->vtime_ceiling_ns : 0);
 	if (tctx) {
 		refresh_identity(p, tctx);
 		warm_start(p, tctx);
@@ -300,13 +315,20 @@ s32 BPF_STRUCT_OPS(pandemonium_init_task, struct task_struct *p, struct scx_init
 
 void BPF_STRUCT_OPS(pandemonium_cpu_online, s32 cpu)
 {
+	codel_reset_cpu(cpu);
 	if (!cpu_ctx(cpu)->online)
 		__sync_fetch_and_sub(&nr_offline_cpus, 1);
 	cpu_ctx(cpu)->online = 1;
+	/*
+	 * Work pinned to this CPU that was queued while it was offline waits in the global DSQ,
+	 * which only this CPU can serve, and it may come up idle: make it look now.
+	 */
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
 void BPF_STRUCT_OPS(pandemonium_cpu_offline, s32 cpu)
 {
+	codel_reset_cpu(cpu);
 	if (cpu_ctx(cpu)->online)
 		__sync_fetch_and_add(&nr_offline_cpus, 1);
 	cpu_ctx(cpu)->online = 0;

@@ -6,16 +6,32 @@
 #ifndef __PANDEMONIUM_PLACEMENT_BPF_H
 #define __PANDEMONIUM_PLACEMENT_BPF_H
 
+/* How far behind vtime_now a task that did not sleep may be: tighter for the urgent tiers. */
+static __always_inline u64 awake_lag_cap(const struct task_ctx *tctx, const struct topo_params *tp)
+{
+	switch (tctx->tier) {
+	case TIER_LAT_CRITICAL:
+		return tp->lag_cap_ns / 2;
+	case TIER_INTERACTIVE:
+		return tp->lag_cap_ns * 3 / 4;
+	default:
+		return tp->lag_cap_ns;
+	}
+}
+
 /*
- * Bounds the deadline a task is queued with: a long sleeper may not bank unlimited credit (floor),
- * and nothing may be pushed so far ahead that it waits behind everything forever (ceiling).
+ * Bounds the deadline a task is queued with: a sleeper may bank at most lag_cap * lag_scale of
+ * credit, a task that stayed runnable only its tier's awake cap (floor), and nothing may be
+ * pushed so far ahead that it waits behind everything forever (ceiling).
  */
-static __always_inline u64 task_vtime(struct task_struct *p, struct tuning_knobs *k,
+static __always_inline u64 task_vtime(struct task_struct *p, const struct task_ctx *tctx,
+				      u64 enq_flags, struct tuning_knobs *k,
 				      struct topo_params *tp)
 {
 	u64 vtime = p->scx.dsq_vtime;
 	u64 now = vtime_now;
-	u64 lag = tp->lag_cap_ns * (k->lag_scale ? k->lag_scale : 1);
+	u64 lag = enq_flags & SCX_ENQ_WAKEUP ? tp->lag_cap_ns * (k->lag_scale ? k->lag_scale : 1)
+					     : awake_lag_cap(tctx, tp);
 
 	if (now > lag && time_before(vtime, now - lag))
 		vtime = now - lag;

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod maps;
+pub mod stall;
 pub mod workload;
 
 use scx_pandemonium::preflight::sched_ext_state;
@@ -141,10 +142,20 @@ impl SchedulerProc {
                 return st;
             }
             if t0.elapsed() > limit {
-                // Blocked-task stacks (sysrq-w) say where the exit is stuck.
-                let _ = fs::write("/proc/sysrq-trigger", "w");
+                // Where the exit is stuck: our own stack, blocked tasks (w), every CPU (l).
+                let stack = fs::read_to_string(format!("/proc/{}/stack", self.pid()));
+                eprintln!(
+                    "---- scheduler kernel stack ----\n{}",
+                    stack.unwrap_or_default()
+                );
+                let _ = fs::write("/proc/sysrq-trigger", "l");
+                let _ = fs::write("/proc/sysrq-trigger", "t");
                 std::thread::sleep(Duration::from_secs(2));
                 let klog = kernel_log();
+                eprintln!(
+                    "---- runnable or blocked tasks (sysrq-t) ----\n{}",
+                    stuck_tasks(&klog)
+                );
                 eprintln!(
                     "---- kernel log tail ----\n{}",
                     klog[klog.len().saturating_sub(150)..].join("\n")
@@ -207,7 +218,8 @@ pub fn kernel_log() -> Vec<String> {
         .open("/dev/kmsg")
         .expect("opening /dev/kmsg");
     let mut lines = Vec::new();
-    let mut buf = vec![0u8; 8192];
+    // One record per read; a record longer than the buffer fails with EINVAL.
+    let mut buf = vec![0u8; 1 << 16];
     loop {
         match f.read(&mut buf) {
             Ok(0) => break,
@@ -221,11 +233,27 @@ pub fn kernel_log() -> Vec<String> {
                         .to_string(),
                 );
             }
+            // EPIPE: records were overwritten while we read; carry on from the oldest left.
             Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
             Err(_) => break,
         }
     }
     lines
+}
+
+/// The sysrq-t entries of tasks that are runnable (R) or blocked (D), with their stacks.
+pub fn stuck_tasks(log: &[String]) -> String {
+    let mut out = Vec::new();
+    let mut keep = false;
+    for l in log {
+        if l.starts_with("task:") {
+            keep = l.contains(" state:R") || l.contains(" state:D");
+        }
+        if keep {
+            out.push(l.as_str());
+        }
+    }
+    out.join("\n")
 }
 
 /// Kernel log lines that mean the scheduler misbehaved: a stall ejection, an error exit, or a

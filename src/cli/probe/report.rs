@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! What a probe run found, and its JSON and human spellings.
+
+use super::config::{Pacing, ProbeConfig};
+use super::measure::Run;
+use crate::cli::json::Object;
+use crate::cli::stats::Summary;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeReport {
+    /// "period", "range" or "frames".
+    pub mode: &'static str,
+    pub interval_min_ns: u64,
+    pub interval_max_ns: u64,
+    /// Frame rate in frame mode.
+    pub fps: Option<f64>,
+    pub work_ns: u64,
+    pub timer_slack_ns: Option<u64>,
+    pub name: Option<String>,
+    pub seed: u64,
+    pub elapsed_ns: u64,
+    /// Stopped by the stop flag (a signal) before its duration or count.
+    pub interrupted: bool,
+    /// Times the probe actually woke.
+    pub wakes: u64,
+    /// Samples: one per scheduled deadline, so `wakes` plus the swallowed ones.
+    pub count: u64,
+    /// Deadlines swallowed by oversleeping, each counted as a sample (coordinated omission).
+    pub missed_periods: u64,
+    pub min_ns: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    pub mean_ns: u64,
+    pub miss_threshold_ns: u64,
+    /// Samples later than `miss_threshold_ns`.
+    pub wake_misses: u64,
+    /// Deadlines whose work ended after the next deadline, plus every swallowed deadline.
+    pub deadline_misses: u64,
+    /// Every sample's lateness in ns, ascending.
+    pub samples: Vec<u64>,
+}
+
+impl ProbeReport {
+    pub(crate) fn new(cfg: &ProbeConfig, run: Run, sorted: Vec<u64>) -> ProbeReport {
+        let s = Summary::of_sorted(&sorted);
+        let on_time = sorted.partition_point(|&v| v <= cfg.miss_threshold_ns);
+        let mode = match (cfg.frames, cfg.pacing) {
+            (true, _) => "frames",
+            (false, Pacing::Period { .. }) => "period",
+            (false, Pacing::Range { .. }) => "range",
+        };
+        ProbeReport {
+            mode,
+            interval_min_ns: cfg.pacing.min_ns(),
+            interval_max_ns: cfg.pacing.max_ns(),
+            // Rounded to 0.001: the period is whole nanoseconds, so 60 fps would read back as
+            // 59.9999988.
+            fps: cfg
+                .frames
+                .then(|| (1e12 / cfg.pacing.min_ns() as f64).round() / 1e3),
+            work_ns: cfg.work_ns,
+            timer_slack_ns: cfg.timer_slack_ns,
+            name: cfg.name.clone(),
+            seed: cfg.seed,
+            elapsed_ns: run.elapsed_ns,
+            interrupted: run.interrupted,
+            wakes: run.wakes,
+            count: s.count,
+            missed_periods: s.count - run.wakes,
+            min_ns: s.min_ns,
+            p50_ns: s.p50_ns,
+            p99_ns: s.p99_ns,
+            p999_ns: s.p999_ns,
+            max_ns: s.max_ns,
+            mean_ns: s.mean_ns,
+            miss_threshold_ns: cfg.miss_threshold_ns,
+            wake_misses: (sorted.len() - on_time) as u64,
+            deadline_misses: run.deadline_misses,
+            samples: sorted,
+        }
+    }
+
+    fn ratio(&self, n: u64) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            n as f64 / self.count as f64
+        }
+    }
+
+    pub fn wake_miss_ratio(&self) -> f64 {
+        self.ratio(self.wake_misses)
+    }
+
+    pub fn deadline_miss_ratio(&self) -> f64 {
+        self.ratio(self.deadline_misses)
+    }
+
+    /// One JSON object on one line; the samples themselves are left out (the summary is what
+    /// the tools compare, and a 10 s run at 1 ms would be 10 000 numbers).
+    pub fn to_json(&self) -> String {
+        Object::new()
+            .str("tool", "probe")
+            .str("mode", self.mode)
+            .u64("interval_min_ns", self.interval_min_ns)
+            .u64("interval_max_ns", self.interval_max_ns)
+            .f64("fps", self.fps.unwrap_or(f64::NAN))
+            .u64("work_ns", self.work_ns)
+            .opt_u64("timer_slack_ns", self.timer_slack_ns)
+            .opt_str("name", self.name.as_deref())
+            .u64("seed", self.seed)
+            .u64("elapsed_ns", self.elapsed_ns)
+            .bool("interrupted", self.interrupted)
+            .u64("wakes", self.wakes)
+            .u64("count", self.count)
+            .u64("missed_periods", self.missed_periods)
+            .u64("min_ns", self.min_ns)
+            .u64("p50_ns", self.p50_ns)
+            .u64("p99_ns", self.p99_ns)
+            .u64("p999_ns", self.p999_ns)
+            .u64("max_ns", self.max_ns)
+            .u64("mean_ns", self.mean_ns)
+            .u64("miss_threshold_ns", self.miss_threshold_ns)
+            .u64("wake_misses", self.wake_misses)
+            .f64("wake_miss_ratio", self.wake_miss_ratio())
+            .u64("deadline_misses", self.deadline_misses)
+            .f64("deadline_miss_ratio", self.deadline_miss_ratio())
+            .finish()
+    }
+
+    pub fn to_human(&self) -> String {
+        let us = |ns: u64| ns as f64 / 1e3;
+        let mut line = format!(
+            "probe {}: {} samples ({} wakes, {} swallowed) in {:.1} s: p50 {:.1} us, p99 {:.1} us, \
+             p99.9 {:.1} us, max {:.1} us; late > {:.0} us: {} ({:.2}%); deadline misses: {} \
+             ({:.2}%)",
+            self.mode,
+            self.count,
+            self.wakes,
+            self.missed_periods,
+            self.elapsed_ns as f64 / 1e9,
+            us(self.p50_ns),
+            us(self.p99_ns),
+            us(self.p999_ns),
+            us(self.max_ns),
+            us(self.miss_threshold_ns),
+            self.wake_misses,
+            100.0 * self.wake_miss_ratio(),
+            self.deadline_misses,
+            100.0 * self.deadline_miss_ratio(),
+        );
+        if self.interrupted {
+            line.push_str(" [interrupted]");
+        }
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(samples: Vec<u64>, wakes: u64) -> ProbeReport {
+        let cfg = ProbeConfig {
+            name: Some("pnd\"probe".into()),
+            ..ProbeConfig::default()
+        };
+        let run = Run {
+            samples: samples.len(),
+            wakes,
+            deadline_misses: 2,
+            elapsed_ns: 3_000_000_000,
+            interrupted: false,
+        };
+        ProbeReport::new(&cfg, run, samples)
+    }
+
+    #[test]
+    fn json_has_every_field_in_order() {
+        let r = report(vec![1_000, 2_000, 600_000, 25_000_000], 3);
+        assert_eq!(
+            r.to_json(),
+            concat!(
+                r#"{"tool":"probe","mode":"period","interval_min_ns":10000000,"#,
+                r#""interval_max_ns":10000000,"fps":null,"work_ns":0,"timer_slack_ns":1,"#,
+                r#""name":"pnd\"probe","seed":1,"elapsed_ns":3000000000,"interrupted":false,"#,
+                r#""wakes":3,"count":4,"missed_periods":1,"min_ns":1000,"p50_ns":2000,"#,
+                r#""p99_ns":25000000,"p999_ns":25000000,"max_ns":25000000,"mean_ns":6400750,"#,
+                r#""miss_threshold_ns":500000,"wake_misses":2,"wake_miss_ratio":0.5,"#,
+                r#""deadline_misses":2,"deadline_miss_ratio":0.5}"#
+            )
+        );
+    }
+
+    #[test]
+    fn empty_run_has_zero_ratios_not_nan() {
+        let r = report(Vec::new(), 0);
+        let j = r.to_json();
+        assert!(j.contains(r#""wake_miss_ratio":0,"#), "{j}");
+        assert!(!j.contains("NaN"));
+        assert!(r.to_human().contains("0 samples"));
+    }
+
+    #[test]
+    fn frames_report_fps() {
+        let mut cfg = ProbeConfig::frames(60.0, 2_000_000).unwrap();
+        cfg.count = Some(1);
+        let r = ProbeReport::new(&cfg, Run::default(), Vec::new());
+        assert!(r.to_json().contains(r#""mode":"frames""#));
+        assert_eq!(r.fps, Some(60.0));
+        assert!(r.to_json().contains(r#""fps":60,"#));
+    }
+}
