@@ -3,9 +3,10 @@
 //! `#[ignore]`d so `cargo test` on an ordinary host skips it; `./pandemonium.py test` runs it
 //! inside the VM with `--ignored --test-threads=1`.
 //!
-//! Layers: load, errors, classify, topology, verifier, adaptive, watchdog, latency,
-//! responsiveness, contention, starvation; full_gate runs them all in that order. `hotplug`
-//! (load with a CPU going offline and back) runs only when asked for: see README "Known problems".
+//! Layers: load, errors, classify, topology, verifier, adaptive, watchdog, latency and
+//! responsiveness run in full_gate, in that order. `contention` and `starvation` (not yet
+//! validated across runs) and `hotplug` (load with a CPU going offline and back; see README
+//! "Known problems") run only when asked for with --gate.
 
 mod gate_support;
 
@@ -468,8 +469,7 @@ fn full_gate() {
     eprintln!("gate full_gate: latency passed");
     stall::layer_responsiveness();
     eprintln!("gate full_gate: responsiveness passed");
-    stall::layer_contention();
-    eprintln!("gate full_gate: contention passed");
-    stall::layer_starvation();
-    eprintln!("gate full_gate: starvation passed");
+    for layer in ["contention", "starvation", "hotplug"] {
+        eprintln!("GATE-SKIP {layer}: not in full_gate yet (run it with --gate {layer})");
+    }
 }
