@@ -148,6 +148,9 @@ impl SchedulerProc {
                     "---- scheduler kernel stack ----\n{}",
                     stack.unwrap_or_default()
                 );
+                for cpu in online_cpus() {
+                    eprintln!("cpu{cpu}: {}", probe_cpu(cpu));
+                }
                 let _ = fs::write("/proc/sysrq-trigger", "l");
                 let _ = fs::write("/proc/sysrq-trigger", "t");
                 std::thread::sleep(Duration::from_secs(2));
@@ -239,6 +242,26 @@ pub fn kernel_log() -> Vec<String> {
         }
     }
     lines
+}
+
+/// Whether `cpu` still schedules and fires timers: a thread pinned there sleeps 100 ms.
+pub fn probe_cpu(cpu: u32) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // SAFETY: a zeroed cpu_set_t with one bit set, for this thread only.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu as usize, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(100));
+        let _ = tx.send(t0.elapsed());
+    });
+    match rx.recv_timeout(Duration::from_secs(5)) {
+        Ok(d) => format!("a pinned 100 ms sleep returned after {d:?}"),
+        Err(_) => "a pinned 100 ms sleep did not return within 5 s".into(),
+    }
 }
 
 /// The sysrq-t entries of tasks that are runnable (R) or blocked (D), with their stacks.
