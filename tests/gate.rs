@@ -219,8 +219,7 @@ fn layer_classify() {
         t.as_secs_f64()
     );
     assert!(sched.running(), "scheduler died:\n{}", sched.output());
-    sched.signal(libc::SIGINT);
-    assert!(sched.wait_exit(DETACH_TIMEOUT).success());
+    sched.stop();
 }
 
 #[test]
@@ -258,12 +257,7 @@ fn layer_topology() {
         eprintln!("gate topology: cpu{cpu} rank {:?}", &row.cpus[..n.min(8)]);
     }
 
-    sched.signal(libc::SIGINT);
-    assert!(
-        sched.wait_exit(DETACH_TIMEOUT).success(),
-        "{}",
-        sched.output()
-    );
+    sched.stop();
 }
 
 #[test]
@@ -315,12 +309,7 @@ fn layer_verifier() {
         progs.iter().all(|(_, n)| *n > 0),
         "a program reports no verified instructions"
     );
-    sched.signal(libc::SIGINT);
-    assert!(
-        sched.wait_exit(DETACH_TIMEOUT).success(),
-        "{}",
-        sched.output()
-    );
+    sched.stop();
 }
 
 #[test]
@@ -364,12 +353,7 @@ fn layer_adaptive() {
         idle.last().is_some_and(|r| r.starts_with("LIGHT")),
         "not LIGHT when idle"
     );
-    sched.signal(libc::SIGINT);
-    assert!(
-        sched.wait_exit(DETACH_TIMEOUT).success(),
-        "{}",
-        sched.output()
-    );
+    sched.stop();
 }
 
 #[test]

@@ -43,6 +43,15 @@ def listed_tests(gate: Path) -> set[str]:
     return {m.group(1) for m in re.finditer(r"^(\w+): test$", out.stdout, re.M)}
 
 
+def skipped_in_log(log_path: Path) -> list[str]:
+    """Layers full_gate reported as not run ("GATE-SKIP <layer>: why")."""
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError:
+        return []
+    return re.findall(r"GATE-SKIP (\w+):", text)
+
+
 def parse_layers(spec: str | None) -> list[str]:
     if not spec:
         return ["full_gate"]
@@ -74,7 +83,7 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
         res = run_in_vm(cmd, cpus=cpus, kernel=kernel, accel=accel, add=[(str(gate), GUEST_GATE)],
                         env=env, extra_cmdline=GATE_CMDLINE)
         runs.append(GateRun(cpus, res.kernel_version, runnable, res.rc, res.accel_used,
-                            res.duration_s, todo))
+                            res.duration_s, todo + skipped_in_log(Path(res.log_path))))
     return runs
 
 

@@ -173,6 +173,22 @@ impl SchedulerProc {
         }
     }
 
+    /// SIGINT, then a clean exit (status 0) and sched_ext back to disabled.
+    pub fn stop(&mut self) {
+        self.signal(libc::SIGINT);
+        let st = self.wait_exit(DETACH_TIMEOUT);
+        assert!(
+            st.success(),
+            "exit status after SIGINT: {st}\n{}",
+            self.output()
+        );
+        assert!(
+            wait_state("disabled", Duration::from_secs(10)),
+            "state is {} after exit",
+            state()
+        );
+    }
+
     pub fn running(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }

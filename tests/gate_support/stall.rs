@@ -55,12 +55,7 @@ pub fn layer_latency() {
     std::thread::sleep(Duration::from_secs(2));
     warm.finish().unwrap();
     let pand = probe_under_hogs(secs);
-    sched.signal(libc::SIGINT);
-    assert!(
-        sched.wait_exit(DETACH_TIMEOUT).success(),
-        "{}",
-        sched.output()
-    );
+    sched.stop();
     let eevdf_b = probe_under_hogs(secs);
 
     let eevdf_p99 = (eevdf_a.p99_ns + eevdf_b.p99_ns) / 2;
@@ -145,12 +140,7 @@ pub fn layer_contention() {
     );
     assert!(rescues > 0, "no overflow rescue under 4x oversubscription");
     assert!(sched.running(), "scheduler exited:\n{}", sched.output());
-    sched.signal(libc::SIGINT);
-    assert!(
-        sched.wait_exit(DETACH_TIMEOUT).success(),
-        "{}",
-        sched.output()
-    );
+    sched.stop();
     let complaints = kernel_complaints(&kernel_log());
     assert!(complaints.is_empty(), "{}", complaints.join("\n"));
 }
@@ -196,12 +186,7 @@ pub fn layer_responsiveness() {
         us(rep.p99_ns),
         us(bound)
     );
-    sched.signal(libc::SIGINT);
-    assert!(
-        sched.wait_exit(DETACH_TIMEOUT).success(),
-        "{}",
-        sched.output()
-    );
+    sched.stop();
 }
 
 /// BATCH long-runners beside a steady interactive stream: the long-runners are never starved
@@ -246,10 +231,5 @@ pub fn layer_starvation() {
         worst < Duration::from_secs(2),
         "a long-runner waited {worst:?}"
     );
-    sched.signal(libc::SIGINT);
-    assert!(
-        sched.wait_exit(DETACH_TIMEOUT).success(),
-        "{}",
-        sched.output()
-    );
+    sched.stop();
 }
