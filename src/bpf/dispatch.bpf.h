@@ -35,7 +35,7 @@ static __always_inline bool aged(u64 since, u64 now, u64 thresh)
  * one too when both are: serving only the older side let long-runners starve behind a stream of
  * interactive tasks at 2 CPUs in the upstream design.
  */
-static __always_inline bool service_aged_overflow(u32 node, u64 thresh)
+static __always_inline bool service_aged_overflow(s32 cpu, u32 node, u64 thresh)
 {
 	u32 n = node & (MAX_NODES - 1);
 	u64 now = bpf_ktime_get_ns();
@@ -51,8 +51,11 @@ static __always_inline bool service_aged_overflow(u32 node, u64 thresh)
 			served |= move_shared(batch_dsq(node), &batch_dsq_since[n]);
 	} else {
 		served = move_shared(batch_dsq(node), &batch_dsq_since[n]);
-		if (ai)
-			served |= move_shared(node_dsq(node), &node_dsq_since[n]);
+		/* The interactive task now waits locally behind a BATCH slice: tick() cuts it short. */
+		if (ai && move_shared(node_dsq(node), &node_dsq_since[n])) {
+			served = true;
+			cpu_ctx(cpu)->local_urgent = 1;
+		}
 	}
 	return served;
 }
@@ -87,15 +90,27 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 		return false;
 
 	/* Safety net first: the hard starvation cap cannot be gated by anything below. */
-	if (service_aged_overflow(node, tp->starvation_rescue_ns)) {
+	if (service_aged_overflow(cpu, node, tp->starvation_rescue_ns)) {
 		STAT_INC(nr_starvation_rescue);
+		cpu_ctx(cpu)->owe_local = 1;
 		return true;
 	}
 	if (drain_offline())
 		return true;
-	if (service_aged_overflow(node, tp->overflow_rescue_ns)) {
+	/*
+	 * With batch slices longer than the rescue threshold, the overflow is aged again at every
+	 * dispatch; alternating with the own DSQ keeps a woken interactive task queued here from
+	 * waiting behind one rescued hog after another.
+	 */
+	if (cpu_ctx(cpu)->owe_local) {
+		cpu_ctx(cpu)->owe_local = 0;
+		if (scx_bpf_dsq_move_to_local(cpu, 0))
+			return true;
+	}
+	if (service_aged_overflow(cpu, node, tp->overflow_rescue_ns)) {
 		STAT_INC(nr_overflow_rescue);
 		codel_note_rescue();
+		cpu_ctx(cpu)->owe_local = 1;
 		return true;
 	}
 	/*
@@ -104,9 +119,10 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 	 */
 	if (codel_cpu(cpu)->stalled) {
 		codel_cpu(cpu)->stalled = 0;
-		if (service_aged_overflow(node, 1)) {
+		if (service_aged_overflow(cpu, node, 1)) {
 			STAT_INC(nr_overflow_rescue);
 			codel_note_rescue();
+			cpu_ctx(cpu)->owe_local = 1;
 			return true;
 		}
 	}

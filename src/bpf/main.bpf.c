@@ -268,6 +268,12 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	}
 	if (!tctx || !k || !tp || tctx->tier != TIER_BATCH)
 		return;
+	if (cpu_ctx(cpu)->local_urgent) {
+		cpu_ctx(cpu)->local_urgent = 0;
+		p->scx.slice = 0;
+		STAT_INC(nr_preempt);
+		return;
+	}
 	since = node_dsq_since[node & (MAX_NODES - 1)];
 	if (!since)
 		return;

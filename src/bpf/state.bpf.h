@@ -85,6 +85,8 @@ struct {
 struct cpu_ctx {
 	u8 online;
 	u8 running_batch; /* the task on this CPU is BATCH: a LAT_CRITICAL wakeup may preempt it */
+	u8 owe_local;	  /* last dispatch served the overflow: the own DSQ goes first next time */
+	u8 local_urgent;  /* interactive work was queued locally behind a rescued BATCH task */
 } __attribute__((aligned(64)));
 
 /* Indexed by CPU id masked to MAX_CPUS, so the verifier sees a bounded offset. */
