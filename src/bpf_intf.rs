@@ -7,7 +7,7 @@ mod c {
     include!(concat!(env!("OUT_DIR"), "/bpf_intf_gen.rs"));
 }
 
-use std::mem::{offset_of, size_of};
+use std::mem::{align_of, offset_of, size_of};
 
 pub const MAX_CPUS: usize = 1024;
 pub const MAX_AFFINITY_CANDIDATES: usize = MAX_CPUS >> 3;
@@ -177,6 +177,7 @@ pub unsafe trait Pod: Copy + Default {
 unsafe impl Pod for TuningKnobs {}
 unsafe impl Pod for TopoParams {}
 unsafe impl Pod for Stats {}
+const _: () = assert!(size_of::<Stats>().is_multiple_of(8) && align_of::<Stats>() == 8);
 unsafe impl Pod for Hist {}
 unsafe impl Pod for CommKey {}
 unsafe impl Pod for TaskClassEntry {}
@@ -321,38 +322,23 @@ impl TuningKnobs {
 }
 
 impl Stats {
-    /// Adds `other` field by field (per-CPU map values are summed this way).
+    /// Adds `o` counter by counter (per-CPU map values are summed this way); the latency maximum
+    /// is the one field that takes the max instead.
     pub fn accumulate(&mut self, o: &Stats) {
-        macro_rules! add {
-            ($($f:ident),*) => { $(self.$f = self.$f.wrapping_add(o.$f);)* };
+        const WORDS: usize = size_of::<Stats>() / 8;
+        let max = self.wake_lat_max_ns.max(o.wake_lat_max_ns);
+        // SAFETY: Stats is repr(C) and made only of u64 fields and u64 arrays (checked against
+        // the C struct above), so it is exactly WORDS properly aligned u64s with no padding.
+        let (a, b) = unsafe {
+            (
+                &mut *(self as *mut Stats).cast::<[u64; WORDS]>(),
+                &*(o as *const Stats).cast::<[u64; WORDS]>(),
+            )
+        };
+        for (x, y) in a.iter_mut().zip(b) {
+            *x = x.wrapping_add(*y);
         }
-        add!(
-            nr_dispatches,
-            nr_idle_hits,
-            nr_shared,
-            nr_pcpu,
-            nr_spills,
-            nr_preempt,
-            nr_keep_running,
-            nr_hard_kicks,
-            nr_soft_kicks,
-            nr_enq_wakeup,
-            nr_enq_requeue,
-            nr_steals,
-            nr_overflow_rescue,
-            nr_starvation_rescue,
-            nr_offline_drain,
-            nr_rank_offline_skips,
-            nr_pinned,
-            nr_offline_placements,
-            wake_lat_sum_ns,
-            wake_lat_cnt
-        );
-        for t in 0..NR_TIERS {
-            self.l2_hit[t] = self.l2_hit[t].wrapping_add(o.l2_hit[t]);
-            self.l2_miss[t] = self.l2_miss[t].wrapping_add(o.l2_miss[t]);
-        }
-        self.wake_lat_max_ns = self.wake_lat_max_ns.max(o.wake_lat_max_ns);
+        self.wake_lat_max_ns = max;
     }
 }
 

@@ -15,3 +15,14 @@ mod signal;
 pub mod stats;
 pub mod stress;
 mod thread;
+
+/// Parses `args` as the command-line flags of one tool, the way the binary's subcommand would.
+#[cfg(test)]
+pub(crate) fn parse_args<A: clap::Args + clap::FromArgMatches>(
+    tool: &'static str,
+    args: &[&str],
+) -> Result<A, clap::Error> {
+    let cmd = A::augment_args(clap::Command::new(tool));
+    let matches = cmd.try_get_matches_from(std::iter::once(tool).chain(args.iter().copied()))?;
+    A::from_arg_matches(&matches)
+}

@@ -152,16 +152,9 @@ impl ProbeArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser, Debug)]
-    struct Cmd {
-        #[command(flatten)]
-        probe: ProbeArgs,
-    }
 
     fn parse(args: &[&str]) -> Result<ProbeArgs, clap::Error> {
-        Cmd::try_parse_from(std::iter::once("probe").chain(args.iter().copied())).map(|c| c.probe)
+        crate::cli::parse_args("probe", args)
     }
 
     fn config(args: &[&str]) -> Result<ProbeConfig> {

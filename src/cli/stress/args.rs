@@ -103,16 +103,9 @@ impl StressArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser, Debug)]
-    struct Cmd {
-        #[command(flatten)]
-        stress: StressArgs,
-    }
 
     fn parse(args: &[&str]) -> Result<StressArgs, clap::Error> {
-        Cmd::try_parse_from(std::iter::once("stress").chain(args.iter().copied())).map(|c| c.stress)
+        crate::cli::parse_args("stress", args)
     }
 
     fn config(args: &[&str]) -> Result<StressConfig> {
