@@ -79,7 +79,7 @@ static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct tas
 	cpu = place_pcpu_with_spill(p, tctx, cpu, slice, vtime, enq_flags);
 	if (cpu < 0)
 		return true;
-	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	kick_cpu(cpu, SCX_KICK_PREEMPT);
 	STAT_INC(nr_hard_kicks);
 	return true;
 }
@@ -114,7 +114,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	if (p->nr_cpus_allowed == 1 || is_migration_disabled(p)) {
 		mark_enqueued(tctx, bpf_ktime_get_ns());
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		kick_cpu(cpu, SCX_KICK_IDLE);
 		STAT_INC(nr_pinned);
 		return;
 	}
@@ -125,7 +125,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (idle >= 0) {
 		insert_node(p, tctx, cpu_node(idle), slice, vtime, enq_flags);
-		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+		kick_cpu(idle, SCX_KICK_IDLE);
 		STAT_INC(nr_soft_kicks);
 		return;
 	}
@@ -329,7 +329,7 @@ void BPF_STRUCT_OPS(pandemonium_cpu_online, s32 cpu)
 	 * Work pinned to this CPU that was queued while it was offline waits in the global DSQ,
 	 * which only this CPU can serve, and it may come up idle: make it look now.
 	 */
-	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
 void BPF_STRUCT_OPS(pandemonium_cpu_offline, s32 cpu)

@@ -219,7 +219,7 @@ static __always_inline s32 place_pcpu_with_spill(struct task_struct *p, struct t
 		return -1;
 	}
 	insert_pcpu(p, tctx, target, slice, vtime, enq_flags);
-	scx_bpf_kick_cpu(target, SCX_KICK_IDLE);
+	kick_cpu(target, SCX_KICK_IDLE);
 	return target;
 }
 

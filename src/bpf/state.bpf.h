@@ -145,6 +145,20 @@ static __always_inline bool cpu_is_online(s32 cpu)
 	return cpu >= 0 && (u32)cpu < nr_cpu_ids_ro && cpu_ctx(cpu)->online;
 }
 
+/*
+ * scx_bpf_kick_cpu() bounces through an irq_work queued on the CPU we run on. A CPU past
+ * ops.cpu_offline may lose the self-IPI that runs it; the work then stays on that CPU's list
+ * after it comes back, and every later irq_work queued there (including RCU Tasks' wakeup of
+ * its grace-period kthread) waits forever. Such a CPU no longer kicks: the tasks it places are
+ * found by the dispatch steps of the CPUs that stay.
+ */
+static __always_inline void kick_cpu(s32 cpu, u64 flags)
+{
+	if (!cpu_ctx(bpf_get_smp_processor_id())->online || !cpu_is_online(cpu))
+		return;
+	scx_bpf_kick_cpu(cpu, flags);
+}
+
 static __always_inline u32 cpu_node(s32 cpu)
 {
 	u32 node = cpu_node_ro[cpu & (MAX_CPUS - 1)];

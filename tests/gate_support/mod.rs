@@ -151,6 +151,10 @@ impl SchedulerProc {
                 for cpu in online_cpus() {
                     eprintln!("cpu{cpu}: {}", probe_cpu(cpu));
                 }
+                eprintln!(
+                    "---- blocked tasks and RCU kthreads ----\n{}",
+                    kernel_stacks()
+                );
                 let _ = fs::write("/proc/sysrq-trigger", "l");
                 let _ = fs::write("/proc/sysrq-trigger", "t");
                 std::thread::sleep(Duration::from_secs(2));
@@ -163,6 +167,7 @@ impl SchedulerProc {
                     "---- kernel log tail ----\n{}",
                     klog[klog.len().saturating_sub(150)..].join("\n")
                 );
+                eprintln!("scheduler last ran on cpu{:?}", last_cpu_of(self.pid()));
                 let _ = self.child.kill();
                 panic!(
                     "scheduler did not exit within {limit:?}:\n{}",
@@ -198,7 +203,16 @@ impl Drop for SchedulerProc {
     fn drop(&mut self) {
         if self.reaped.is_none() && self.child.try_wait().ok().flatten().is_none() {
             let _ = self.child.kill();
-            let _ = self.child.wait();
+            // A process blocked in the kernel (D state) cannot die until that wait ends: give up
+            // after a while so a hang fails the gate instead of stalling it until the VM timeout.
+            let t0 = Instant::now();
+            while self.child.try_wait().ok().flatten().is_none() {
+                if t0.elapsed() > Duration::from_secs(10) {
+                    eprintln!("scheduler (pid {}) did not die after SIGKILL", self.pid());
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
         eprintln!("---- scheduler output ----\n{}---- end ----", self.output());
         let _ = fs::remove_file(&self.log);
@@ -222,11 +236,30 @@ pub fn online_cpus() -> Vec<u32> {
     scx_pandemonium::topology::parse_cpu_list(&text).unwrap()
 }
 
-/// Takes `cpu` offline (false) or back online (true); panics if the kernel refuses.
+/// How long a CPU hotplug step may take before the gate calls it stuck. Under TCG with the
+/// gate's load a step takes well under a second.
+pub const HOTPLUG_STEP_LIMIT: Duration = Duration::from_secs(30);
+
+/// Takes `cpu` offline (false) or back online (true); panics if the kernel refuses, or with the
+/// kernel stacks of whatever the step waits on if it takes longer than HOTPLUG_STEP_LIMIT.
 pub fn set_cpu_online(cpu: u32, online: bool) {
     let path = format!("/sys/devices/system/cpu/cpu{cpu}/online");
-    fs::write(&path, if online { "1" } else { "0" })
-        .unwrap_or_else(|e| panic!("writing {path}: {e}"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = path.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(fs::write(&p, if online { "1" } else { "0" }));
+    });
+    match rx.recv_timeout(HOTPLUG_STEP_LIMIT) {
+        Ok(res) => res.unwrap_or_else(|e| panic!("writing {path}: {e}")),
+        Err(_) => {
+            eprintln!(
+                "---- cpu{cpu} {} stuck: blocked tasks and RCU kthreads ----\n{}",
+                if online { "online" } else { "offline" },
+                kernel_stacks()
+            );
+            panic!("writing {path} did not finish within {HOTPLUG_STEP_LIMIT:?}");
+        }
+    }
 }
 
 /// Kernel log lines since boot, read from /dev/kmsg without blocking.
@@ -278,6 +311,42 @@ pub fn probe_cpu(cpu: u32) -> String {
         Ok(d) => format!("a pinned 100 ms sleep returned after {d:?}"),
         Err(_) => "a pinned 100 ms sleep did not return within 5 s".into(),
     }
+}
+
+/// The CPU a task last ran on (field 39 of /proc/PID/stat).
+pub fn last_cpu_of(pid: i32) -> Option<u32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(36)?.parse().ok()
+}
+
+/// Kernel stacks of every task blocked in D state and of the RCU kthreads: what a grace period
+/// that never ends is waiting on.
+pub fn kernel_stacks() -> String {
+    let mut out = String::new();
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // comm may hold spaces; the state follows the last ')'.
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let comm = stat[stat.find('(').map_or(0, |i| i + 1)..close].to_string();
+        let st = stat[close + 1..].trim_start().chars().next().unwrap_or('?');
+        if st == 'D' || st == 'R' || comm.starts_with("rcu") {
+            let stack = fs::read_to_string(format!("/proc/{pid}/stack")).unwrap_or_default();
+            out.push_str(&format!("{pid} ({comm}) state {st}\n{stack}"));
+        }
+    }
+    out
 }
 
 /// The sysrq-t entries of tasks that are runnable (R) or blocked (D), with their stacks.
