@@ -28,7 +28,15 @@ fn help_lists_the_options() {
     let o = bin().arg("--help").output().unwrap();
     assert!(o.status.success());
     let t = text(&o);
-    for opt in ["--no-adaptive", "--compositor", "--verbose", "--version"] {
+    for opt in [
+        "--no-adaptive",
+        "--compositor",
+        "--verbose",
+        "--version",
+        "--stats",
+        "--monitor",
+        "--help-stats",
+    ] {
         assert!(t.contains(opt), "--help lacks {opt}:\n{t}");
     }
 }
@@ -84,6 +92,55 @@ fn kernel_without_sched_ext_is_refused_clearly() {
         let t = text(&o);
         assert!(t.contains("no sched_ext support"), "{t}");
         assert!(t.contains("pandemonium.py vm"), "{t}");
+        assert_no_panic(&o);
+    }
+}
+
+#[test]
+fn help_stats_describes_every_field_and_exits() {
+    use scx_pandemonium::stats::PandemoniumMetrics;
+    use scx_stats::Meta;
+    let o = bin().arg("--help-stats").output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    let meta = PandemoniumMetrics::meta();
+    assert!(meta.fields.len() > 40, "suspiciously few fields");
+    for (name, f) in &meta.fields {
+        let line = t
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name.as_str()))
+            .unwrap_or_else(|| panic!("--help-stats lacks {name}:\n{t}"));
+        assert!(line.contains(f.attrs.desc.as_deref().unwrap()), "{line}");
+    }
+    assert_no_panic(&o);
+}
+
+#[test]
+fn monitor_without_a_running_scheduler_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("root/stats");
+    let o = bin()
+        .args(["--monitor", "1"])
+        .env("PANDEMONIUM_STATS_SOCKET", &sock)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("no scx_pandemonium is running"), "{t}");
+    assert!(t.contains(&sock.display().to_string()), "{t}");
+    assert_no_panic(&o);
+}
+
+#[test]
+fn bad_stats_intervals_are_usage_errors() {
+    for args in [
+        &["--monitor", "0"][..],
+        &["--stats", "abc"],
+        &["--monitor", "1", "--stats", "1"],
+        &["--monitor", "1", "--no-adaptive"],
+    ] {
+        let o = bin().args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
         assert_no_panic(&o);
     }
 }

@@ -14,7 +14,7 @@ from pathlib import Path
 from pandemonium_common import PandemoniumError, log
 
 KNOWN_LAYERS = ["load", "hotplug", "errors", "classify", "topology", "verifier", "adaptive", "watchdog",
-                "latency", "responsiveness", "contention", "starvation", "full_gate"]
+                "latency", "responsiveness", "contention", "starvation", "stats", "full_gate"]
 GUEST_GATE = "/usr/local/bin/gate"
 # RCU Tasks stall reports (with the holdout tasks) after 20 s instead of 10 min: a detach that
 # hangs in a trampoline or struct_ops free then says which task holds the grace period.
@@ -61,6 +61,17 @@ def parse_layers(spec: str | None) -> list[str]:
         raise PandemoniumError(f"unknown gate layer(s): {', '.join(unknown)}; "
                                f"known: {', '.join(KNOWN_LAYERS)}")
     return layers
+
+
+def parse_sched_args(spec: str | None) -> str:
+    """Scheduler arguments for every layer (PANDEMONIUM_GATE_ARGS in the guest, split on spaces
+    there). They must start with an option: a leading plain word would be taken for a
+    subcommand, and every layer would fail for a reason that has nothing to do with the gate."""
+    words = (spec or "").split()
+    if words and not words[0].startswith("-"):
+        raise PandemoniumError(f"--sched-args {spec!r}: {words[0]!r} is not an option; "
+                               "write e.g. --sched-args=--no-adaptive")
+    return " ".join(words)
 
 
 def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, accel: str,
