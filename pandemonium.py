@@ -170,7 +170,7 @@ def add_test_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gate", metavar="LAYER[,LAYER]",
                    help="run only these gate layers (load, hotplug, errors, classify, topology, "
                         "verifier, adaptive, watchdog, latency, responsiveness, contention, "
-                        "starvation, stats, full_gate); default: full_gate")
+                        "starvation, stats, status, full_gate); default: full_gate")
     p.add_argument("--cpus", default="2,4", metavar="N[,N]",
                    help="vCPU counts to run the gate at (default: 2,4)")
     p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")

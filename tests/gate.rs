@@ -4,7 +4,7 @@
 //! inside the VM with `--ignored --test-threads=1`.
 //!
 //! Layers: load, errors, classify, topology, verifier, adaptive, watchdog, latency,
-//! responsiveness and stats run in full_gate, in that order. `contention` and `starvation` (not yet
+//! responsiveness, stats and status run in full_gate, in that order. `contention` and `starvation` (not yet
 //! validated across runs) and `hotplug` (load with a CPU going offline and back; see README
 //! "Known problems") run only when asked for with --gate.
 
@@ -455,6 +455,8 @@ fn full_gate() {
     eprintln!("gate full_gate: responsiveness passed");
     layer_stats();
     eprintln!("gate full_gate: stats passed");
+    layer_status();
+    eprintln!("gate full_gate: status passed");
     for layer in ["contention", "starvation", "hotplug"] {
         eprintln!("GATE-SKIP {layer}: not in full_gate yet (run it with --gate {layer})");
     }
@@ -577,4 +579,67 @@ fn layer_stats() {
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn stats() {
     layer_stats();
+}
+
+/// Where the status layer leaves its sysfs captures under the guest's /results; the host reads
+/// them back with `./pandemonium.py status`'s own code (STATUS_DIR in tests/gate_runner.py).
+const STATUS_DIR: &str = "/results/sched_ext_status";
+
+/// Copies every readable file under /sys/kernel/sched_ext to `STATUS_DIR/<name>/kernel/sched_ext`,
+/// so the copy is a sysfs root that `status --sysfs` accepts.
+fn capture_sched_ext(name: &str) {
+    fn walk(src: &std::path::Path, dst: &std::path::Path, copied: &mut Vec<String>) {
+        std::fs::create_dir_all(dst).unwrap();
+        for e in std::fs::read_dir(src).unwrap().flatten() {
+            let (from, to) = (e.path(), dst.join(e.file_name()));
+            match e.file_type() {
+                Ok(t) if t.is_dir() => walk(&from, &to, copied),
+                // Write-only or transient attributes are skipped; the state file is checked below.
+                Ok(t) if t.is_file() => {
+                    if let Ok(text) = std::fs::read_to_string(&from) {
+                        std::fs::write(&to, &text).unwrap();
+                        copied.push(format!("{}={}", from.display(), text.trim()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let dst = std::path::Path::new(STATUS_DIR).join(name);
+    let mut copied = Vec::new();
+    walk(
+        std::path::Path::new("/sys/kernel/sched_ext"),
+        &dst.join("kernel/sched_ext"),
+        &mut copied,
+    );
+    eprintln!("gate status: {name}: {}", copied.join(" "));
+    assert!(
+        dst.join("kernel/sched_ext/state").is_file(),
+        "state was not captured"
+    );
+}
+
+/// `./pandemonium.py status` while the scheduler runs and after it stops: the sched_ext sysfs
+/// tree is captured at both moments for the host to read with the real status code; here the
+/// Rust mirror of that parsing (preflight) must already agree.
+fn layer_status() {
+    require_gate_environment();
+    let mut sched = SchedulerProc::start(&[]);
+    sched.wait_attached();
+    capture_sched_ext("running");
+    let root = std::path::Path::new(STATUS_DIR).join("running");
+    let st = scx_pandemonium::preflight::sched_ext_state(&root).expect("captured state");
+    assert_eq!(st.state, "enabled");
+    assert!(st.ops.is_some_and(|o| o.starts_with("pandemonium")));
+    sched.stop();
+    capture_sched_ext("stopped");
+    let root = std::path::Path::new(STATUS_DIR).join("stopped");
+    let st = scx_pandemonium::preflight::sched_ext_state(&root).expect("captured state");
+    assert_eq!(st.state, "disabled");
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn status() {
+    layer_status();
 }
