@@ -64,6 +64,9 @@ impl Oscillator {
         // BPF's clamp_s64 tests the low bound first; with vcap >= 0 the order does not matter.
         v = v.clamp(-vcap, vcap);
         x = (x + v).clamp(floor, max);
+        if (x == floor && v < 0) || (x == max && v > 0) {
+            v = 0;
+        }
         if impulses == 0 && (x - eq).abs() < (1 << spring) && v.abs() < (1 << damping) {
             (x, v) = (eq, 0);
         }

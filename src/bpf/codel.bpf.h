@@ -84,6 +84,12 @@ static __always_inline void codel_step(const struct tuning_knobs *k, const struc
 	v = clamp_s64(v, -vcap, vcap);
 	x = clamp_s64(x + v, floor, max);
 	/*
+	 * A target pinned at a bound stops there: velocity left pointing into the bound would keep
+	 * it pinned long after the rescues end (seen in the VM: 12 s at the floor after a burst).
+	 */
+	if ((x == floor && v < 0) || (x == max && v > 0))
+		v = 0;
+	/*
 	 * Below the shifts' resolution neither the spring nor the damping acts any more: a quiet
 	 * oscillator that close to c_eq is at rest, so put it there exactly.
 	 */

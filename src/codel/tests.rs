@@ -163,6 +163,32 @@ fn target_stays_within_floor_and_max_under_any_rescue_pattern() {
     }
 }
 
+/// A burst that pins the target at its floor must not leave velocity pointing into the floor:
+/// the first quiet tick already moves it back up (before, a saturated velocity kept it pinned for
+/// hundreds of ticks, seconds on a real machine).
+#[test]
+fn target_leaves_the_floor_on_the_first_quiet_tick() {
+    for (k, tp) in cases() {
+        let (floor, eq) = (tp.codel_target_floor_ns as i64, equilibrium(&k, &tp));
+        if eq == floor {
+            continue;
+        }
+        let mut o = Oscillator::default();
+        let mut steps = 0;
+        while o.x != floor {
+            o.step(CODEL_MAX_IMPULSES, &k, &tp);
+            steps += 1;
+            assert!(
+                steps < 100,
+                "16 rescues a tick never reached the floor: {o:?}"
+            );
+        }
+        assert!(o.v >= 0, "velocity into the floor: {o:?}");
+        o.step(0, &k, &tp);
+        assert!(o.x > floor, "still pinned after the rescues stopped: {o:?}");
+    }
+}
+
 #[test]
 fn impulses_beyond_the_cap_kick_no_harder() {
     for (k, tp) in cases() {
