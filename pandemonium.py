@@ -164,12 +164,13 @@ def add_test_parser(sub: argparse._SubParsersAction) -> None:
         description="Install missing packages (as root), run cargo test and the Python tests "
                     "on the host, then the integration gate (tests/gate.rs) inside the VM at "
                     "each --cpus count.",
-        epilog="examples:\n  %(prog)s\n  %(prog)s --gate load\n  %(prog)s --gate load --cpus 4",
+        epilog="examples:\n  %(prog)s\n  %(prog)s --gate load\n  %(prog)s --gate load --cpus 4\n"
+               "  %(prog)s --no-host --gate load,classify,latency --sched-args=--no-adaptive",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gate", metavar="LAYER[,LAYER]",
                    help="run only these gate layers (load, hotplug, errors, classify, topology, "
                         "verifier, adaptive, watchdog, latency, responsiveness, contention, "
-                        "starvation, full_gate); default: full_gate")
+                        "starvation, stats, status, full_gate); default: full_gate")
     p.add_argument("--cpus", default="2,4", metavar="N[,N]",
                    help="vCPU counts to run the gate at (default: 2,4)")
     p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")
@@ -177,6 +178,10 @@ def add_test_parser(sub: argparse._SubParsersAction) -> None:
                    help="VM accelerator (default: tcg-single, the one that never oopsed)")
     p.add_argument("--no-host", action="store_true", help="skip the host tests")
     p.add_argument("--no-gate", action="store_true", help="skip the VM gate")
+    p.add_argument("--sched-args", default="", metavar="ARGS",
+                   help="extra scx_pandemonium arguments for every gate layer, space-separated; "
+                        "write it with '=' since it starts with a dash "
+                        "(e.g. --sched-args=--no-adaptive)")
     p.set_defaults(func=cmd_test)
 
 
@@ -192,6 +197,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     except ValueError:
         die(f"test: --cpus {args.cpus!r}: expected numbers like 2,4", 2)
     layers = gate_runner.parse_layers(args.gate)
+    sched_args = gate_runner.parse_sched_args(args.sched_args)
     build.ensure_packages(vm=not args.no_gate)
     build.build_release()
     if not args.no_host:
@@ -203,7 +209,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     if args.no_gate:
         return 0
     gate = build.test_executable("gate")
-    runs = gate_runner.run_gate(gate, layers, cpus_list, args.kernel, args.accel)
+    runs = gate_runner.run_gate(gate, layers, cpus_list, args.kernel, args.accel, sched_args)
     passed, failed, skipped = gate_runner.summarize(runs)
     log.info("test: finished in %.0f s", time.monotonic() - started)
     print(f"gate: {passed} passed, {failed} failed, {skipped} skipped", flush=True)

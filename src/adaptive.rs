@@ -7,6 +7,7 @@ use crate::bpf_intf::TuningKnobs;
 use crate::cpustat::{self, CpuTimes};
 use crate::procdb::{self, Observation, ProcDb};
 use crate::scheduler::Scheduler;
+use crate::stats::{self, PandemoniumMetrics, Publisher, Sample};
 use crate::telemetry::{self, Extra, Snapshot};
 use crate::tuning::{TickContext, TickInput, Tuner};
 use crate::watchdog::{self, Heartbeat};
@@ -24,6 +25,7 @@ pub struct Controller {
     prev_at: Instant,
     cpu_prev: Option<CpuTimes>,
     heartbeat: Option<Heartbeat>,
+    publisher: Option<Publisher>,
 }
 
 impl Controller {
@@ -47,7 +49,13 @@ impl Controller {
             prev_at: Instant::now(),
             cpu_prev: cpustat::read(),
             heartbeat: None,
+            publisher: None,
         }
+    }
+
+    /// Every tick also hands a statistics sample to `p` (the stats server).
+    pub fn publish_to(&mut self, p: Publisher) {
+        self.publisher = Some(p);
     }
 
     /// A fresh BPF instance starts its counters at zero.
@@ -63,9 +71,12 @@ impl Controller {
         }
         watchdog::maybe_injected_stall();
 
+        let (codel, nr_codel_stalls) = sched.codel();
         let cur = Snapshot {
             stats: sched.read_stats()?,
             hist: sched.read_hist()?,
+            codel,
+            nr_codel_stalls,
         };
         let secs = self.prev_at.elapsed().as_secs_f64();
         let longrun = sched.longrun();
@@ -113,6 +124,22 @@ impl Controller {
         }
         let knobs = sched.read_knobs()?;
         extra.sojourn_ns = Some((sched.batch_age_ns(), knobs.sojourn_thresh_ns));
+        let topo = sched.layout.params;
+        extra.codel_target_ns = Some(crate::codel::target(codel.x, &knobs, &topo));
+        if let Some(p) = &self.publisher {
+            p.publish(PandemoniumMetrics::of(&Sample {
+                at_ms: stats::monotonic_ms(),
+                prev: &self.prev,
+                cur: &cur,
+                knobs,
+                topo,
+                longrun,
+                adaptive: self.adaptive.then(|| {
+                    let regime = extra.regime.clone().unwrap_or_default();
+                    (regime, *self.tuner.weights())
+                }),
+            }));
+        }
 
         if self.verbose {
             println!("{}", telemetry::line(&self.prev, &cur, secs, &extra));

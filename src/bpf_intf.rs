@@ -18,6 +18,10 @@ pub const NR_SLEEP_BUCKETS: usize = 32;
 pub const AFFINITY_SENTINEL: u32 = u32::MAX;
 pub const NODE_DSQ_BASE: u64 = 1 << 16;
 pub const BATCH_DSQ_BASE: u64 = 1 << 17;
+/// The CoDel oscillator's fixed constants (`enum codel_consts`); see src/codel.rs.
+pub const CODEL_MAX_IMPULSES: u64 = 16;
+pub const CODEL_KICK_SHIFT: u32 = 3;
+pub const CODEL_VCAP_SHIFT: u32 = 2;
 
 /// Behavioral tiers, in the order BPF indexes its per-tier arrays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,6 +215,9 @@ const _: () = assert!(AFFINITY_SENTINEL as u64 == c::pandemonium_consts_AFFINITY
 const _: () = assert!(NODE_DSQ_BASE == c::pandemonium_dsq_NODE_DSQ_BASE as u64);
 const _: () = assert!(BATCH_DSQ_BASE == c::pandemonium_dsq_BATCH_DSQ_BASE as u64);
 const _: () = assert!(NR_TIERS == c::pandemonium_tier_NR_TIERS as usize);
+const _: () = assert!(CODEL_MAX_IMPULSES == c::codel_consts_CODEL_MAX_IMPULSES as u64);
+const _: () = assert!(CODEL_KICK_SHIFT == c::codel_consts_CODEL_KICK_SHIFT);
+const _: () = assert!(CODEL_VCAP_SHIFT == c::codel_consts_CODEL_VCAP_SHIFT);
 const _: () = assert!(Tier::Batch as u32 == c::pandemonium_tier_TIER_BATCH);
 const _: () = assert!(Tier::Interactive as u32 == c::pandemonium_tier_TIER_INTERACTIVE);
 const _: () = assert!(Tier::LatCritical as u32 == c::pandemonium_tier_TIER_LAT_CRITICAL);

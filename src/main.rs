@@ -7,7 +7,7 @@ use scx_pandemonium::adaptive::Controller;
 use scx_pandemonium::cli::{probe, stress};
 use scx_pandemonium::scheduler::{Options, Scheduler};
 use scx_pandemonium::watchdog::{self, Watchdog};
-use scx_pandemonium::{compositor, info, preflight, version};
+use scx_pandemonium::{compositor, info, preflight, stats, version};
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -34,6 +34,21 @@ struct Cli {
     /// Print one line of telemetry per second.
     #[arg(short, long)]
     verbose: bool,
+
+    /// Run the scheduler and print its statistics every SECS seconds (scx_stats; see
+    /// --help-stats for the fields).
+    #[arg(long, value_name = "SECS", value_parser = stats::parse_interval)]
+    stats: Option<f64>,
+
+    /// Do not load a scheduler: print the statistics of the scx_pandemonium already running,
+    /// every SECS seconds, until Ctrl-C.
+    #[arg(long, value_name = "SECS", value_parser = stats::parse_interval,
+          conflicts_with_all = ["stats", "no_adaptive", "compositors", "verbose"])]
+    monitor: Option<f64>,
+
+    /// Describe every statistics field (--stats, --monitor) and exit.
+    #[arg(long)]
+    help_stats: bool,
 
     #[command(subcommand)]
     tool: Option<Tool>,
@@ -66,6 +81,12 @@ fn run(cli: &Cli) -> Result<()> {
         Some(Tool::Stress(a)) => return stress::run(a),
         None => {}
     }
+    if cli.help_stats {
+        return stats::help();
+    }
+    if let Some(secs) = cli.monitor {
+        return stats::monitor(secs);
+    }
     preflight::check(&preflight::System::live())?;
 
     let shutdown = Arc::new(AtomicBool::new(false));
@@ -84,6 +105,13 @@ fn run(cli: &Cli) -> Result<()> {
         }
     );
     let mut ctl = Controller::new(!cli.no_adaptive, cli.verbose);
+    let publisher = stats::Publisher::default();
+    // Kept until we return: dropping it closes the socket.
+    let _server = stats::serve(publisher.clone(), cli.stats.is_some())?;
+    ctl.publish_to(publisher);
+    if let Some(secs) = cli.stats {
+        stats::spawn_printer(secs, shutdown.clone())?;
+    }
     let result = run_loop(&opts, &shutdown, &mut ctl, !cli.no_adaptive);
     ctl.finish();
     result

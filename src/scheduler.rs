@@ -6,6 +6,7 @@ use crate::bpf_intf::{
     AffinityRow, CommKey, Hist, Pod, Stats, TaskClassEntry, TopoParams, TuningKnobs,
 };
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
+use crate::codel::Oscillator;
 use crate::compositor;
 use crate::layout::Layout;
 use crate::{info, warn};
@@ -184,6 +185,25 @@ impl<'obj> Scheduler<'obj> {
         // SAFETY: clock_gettime writes into the timespec we own.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
         (ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64).saturating_sub(since)
+    }
+
+    /// The CoDel oscillator (x, v) and the stalled-interval count, from BPF's bss. CPU 0's tick
+    /// writes x and v one after the other, so a read may pair a new x with an old v: fine for
+    /// reporting, which is all this is for.
+    pub fn codel(&self) -> (Oscillator, u64) {
+        let Some(b) = self.skel.maps.bss_data.as_ref() else {
+            return Default::default();
+        };
+        // SAFETY: plain aligned 64-bit words in the BPF-mapped bss; BPF may change them any time.
+        unsafe {
+            (
+                Oscillator {
+                    x: std::ptr::read_volatile(&b.codel_x),
+                    v: std::ptr::read_volatile(&b.codel_v),
+                },
+                std::ptr::read_volatile(&b.nr_codel_stalls),
+            )
+        }
     }
 
     /// Mature profiles BPF has published, keyed by comm.

@@ -3,13 +3,17 @@
 //! feature is not built yet print `-` rather than a made-up number.
 
 use crate::bpf_intf::{Hist, NR_TIERS, Stats};
+use crate::codel::Oscillator;
 use crate::hist;
 
-/// Counters and histograms as read at one instant (cumulative since load).
+/// Counters and histograms as read at one instant (cumulative since load), and the CoDel
+/// oscillator's state at that instant.
 #[derive(Clone, Copy, Default)]
 pub struct Snapshot {
     pub stats: Stats,
     pub hist: Hist,
+    pub codel: Oscillator,
+    pub nr_codel_stalls: u64,
 }
 
 /// What the daemon knows beyond BPF's counters; `None` = feature not built.
@@ -19,6 +23,8 @@ pub struct Extra {
     pub sleep_io_pct: Option<u64>,
     pub sojourn_ns: Option<(u64, u64)>,
     pub regime: Option<String>,
+    /// The CoDel stall target in force (x, or c_eq before the first step), ns.
+    pub codel_target_ns: Option<u64>,
 }
 
 fn us(ns: u64) -> String {
@@ -64,10 +70,11 @@ pub fn line(prev: &Snapshot, cur: &Snapshot, secs: f64, extra: &Extra) -> String
         format!("{}ms/{}ms", c / 1_000_000, t / 1_000_000)
     });
     let regime = extra.regime.clone().unwrap_or_else(|| "-".into());
+    let codel = extra.codel_target_ns.map_or("-".into(), us);
 
     format!(
         "d/s: {}  idle: {} shared: {}  preempt: {}  keep: {}  kick: H={} S={} enq: W={} R={} \
-         wake: {} p99: {} L2: B={} I={} LC={} procdb: {} sleep: io={} sjrn: {} rescue: {} [{}]",
+         wake: {} p99: {} L2: B={} I={} LC={} procdb: {} sleep: io={} sjrn: {} codel: {} rescue: {} [{}]",
         per_s(d(s.nr_dispatches, p.nr_dispatches)),
         pct(d(s.nr_idle_hits, p.nr_idle_hits), wakes),
         d(s.nr_shared, p.nr_shared),
@@ -85,6 +92,7 @@ pub fn line(prev: &Snapshot, cur: &Snapshot, secs: f64, extra: &Extra) -> String
         procdb,
         sleep,
         sjrn,
+        codel,
         d(s.nr_overflow_rescue, p.nr_overflow_rescue)
             + d(s.nr_starvation_rescue, p.nr_starvation_rescue),
         regime,
@@ -110,7 +118,7 @@ mod tests {
         assert!(l.contains("idle: 25%"), "{l}");
         assert!(l.contains("wake: 4us p99: 8us"), "{l}");
         assert!(
-            l.contains("procdb: - sleep: io=- sjrn: - rescue: 0 [-]"),
+            l.contains("procdb: - sleep: io=- sjrn: - codel: - rescue: 0 [-]"),
             "{l}"
         );
     }
@@ -122,10 +130,11 @@ mod tests {
             sleep_io_pct: Some(87),
             sojourn_ns: Some((3_000_000, 5_000_000)),
             regime: Some("MIXED".into()),
+            codel_target_ns: Some(850_000),
         };
         let l = line(&Snapshot::default(), &Snapshot::default(), 1.0, &e);
         assert!(
-            l.contains("procdb: 42/5 sleep: io=87% sjrn: 3ms/5ms rescue: 0 [MIXED]"),
+            l.contains("procdb: 42/5 sleep: io=87% sjrn: 3ms/5ms codel: 850us rescue: 0 [MIXED]"),
             "{l}"
         );
     }

@@ -14,8 +14,14 @@ from pathlib import Path
 from pandemonium_common import PandemoniumError, log
 
 KNOWN_LAYERS = ["load", "hotplug", "errors", "classify", "topology", "verifier", "adaptive", "watchdog",
-                "latency", "responsiveness", "contention", "starvation", "full_gate"]
+                "latency", "responsiveness", "contention", "starvation", "stats", "status",
+                "full_gate"]
 GUEST_GATE = "/usr/local/bin/gate"
+# The status layer's sysfs captures under the guest's /results (STATUS_DIR in tests/gate.rs).
+STATUS_DIR = "sched_ext_status"
+# What `./pandemonium.py status` must say about each capture.
+STATUS_EXPECT = {"running": ("enabled", True, "attached (that is scx_pandemonium)"),
+                 "stopped": ("disabled", False, "idle: no sched_ext scheduler attached")}
 # RCU Tasks stall reports (with the holdout tasks) after 20 s instead of 10 min: a detach that
 # hangs in a trampoline or struct_ops free then says which task holds the grace period.
 GATE_CMDLINE = "rcupdate.rcu_task_stall_timeout=20000 log_buf_len=8M"
@@ -63,6 +69,38 @@ def parse_layers(spec: str | None) -> list[str]:
     return layers
 
 
+def parse_sched_args(spec: str | None) -> str:
+    """Scheduler arguments for every layer (PANDEMONIUM_GATE_ARGS in the guest, split on spaces
+    there). They must start with an option: a leading plain word would be taken for a
+    subcommand, and every layer would fail for a reason that has nothing to do with the gate."""
+    words = (spec or "").split()
+    if words and not words[0].startswith("-"):
+        raise PandemoniumError(f"--sched-args {spec!r}: {words[0]!r} is not an option; "
+                               "write e.g. --sched-args=--no-adaptive")
+    return " ".join(words)
+
+
+def check_status_captures(results: Path | None) -> list[str]:
+    """Reads the status layer's captured /sys/kernel/sched_ext trees with the status command's
+    own code and returns what it got wrong ([] when it reports both moments correctly)."""
+    import pandemonium_install as inst
+
+    problems = []
+    for name, (state, ours, text) in STATUS_EXPECT.items():
+        root = Path(results or "/nonexistent") / STATUS_DIR / name
+        if not (root / "kernel" / "sched_ext" / "state").is_file():
+            problems.append(f"status: no captured sched_ext tree for '{name}' in {root}")
+            continue
+        st = inst.collect_status(sysfs_root=root, build_binary=root / "no-binary",
+                                 systemd_run_dir=str(root / "no-systemd"))
+        said = inst.describe_sched_ext(st)
+        log.info("gate status: while %s, status says: %s", name, said)
+        if (st.sched_ext, st.ours_attached) != (state, ours) or text not in said:
+            problems.append(f"status while {name}: {said!r}; expected state {state}, "
+                            f"ours_attached {ours}, {text!r}")
+    return problems
+
+
 def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, accel: str,
              extra_args: str = "") -> list[GateRun]:
     from tests.vm import run_in_vm
@@ -82,7 +120,13 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
         env = {"PANDEMONIUM_GATE_ARGS": extra_args} if extra_args else None
         res = run_in_vm(cmd, cpus=cpus, kernel=kernel, accel=accel, add=[(str(gate), GUEST_GATE)],
                         env=env, extra_cmdline=GATE_CMDLINE)
-        runs.append(GateRun(cpus, res.kernel_version, runnable, res.rc, res.accel_used,
+        rc = res.rc
+        if rc == 0 and ("status" in runnable or "full_gate" in runnable):
+            problems = check_status_captures(res.out_dir)
+            for p in problems:
+                log.error("gate: %s", p)
+            rc = 1 if problems else rc
+        runs.append(GateRun(cpus, res.kernel_version, runnable, rc, res.accel_used,
                             res.duration_s, todo + skipped_in_log(Path(res.log_path))))
     return runs
 

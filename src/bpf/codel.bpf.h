@@ -50,22 +50,53 @@ static __always_inline u64 codel_target(const struct tuning_knobs *k, const stru
 	return x > 0 ? x : codel_eq(k, tp);
 }
 
+/*
+ * v >> n rounded toward zero. A plain arithmetic shift rounds a negative v toward -inf, so the
+ * spring and the damping were lopsided: a small positive velocity was never damped and a small
+ * negative error always pushed, and the target came to rest above c_eq by up to 2^spring_shift ns
+ * after every excursion (found by the Rust twin in src/codel.rs).
+ */
+static __always_inline s64 codel_shr(s64 v, u32 n)
+{
+	return v < 0 ? -((-v) >> n) : v >> n;
+}
+
+static __always_inline s64 abs_s64(s64 v)
+{
+	return v < 0 ? -v : v;
+}
+
 /* One oscillator step; CPU 0's tick is the only writer of x and v. */
 static __always_inline void codel_step(const struct tuning_knobs *k, const struct topo_params *tp)
 {
 	s64 floor = tp->codel_target_floor_ns, max = tp->codel_target_max_ns;
 	s64 eq = codel_eq(k, tp), x = codel_x ? codel_x : eq, v = codel_v;
-	s64 vcap = (max - floor) >> 2;
+	s64 vcap = (max - floor) >> CODEL_VCAP_SHIFT;
+	u32 spring = tp->spring_shift & 63, damping = tp->damping_shift & 63;
 	u64 impulses = __sync_lock_test_and_set(&codel_impulses, 0);
 
 	/* Each rescue is a kick toward a tighter target, sized to the equilibrium. */
-	if (impulses > 16)
-		impulses = 16;
-	v -= (s64)impulses * (eq >> 3);
-	v -= (x - eq) >> tp->spring_shift;
-	v -= v >> tp->damping_shift;
+	if (impulses > CODEL_MAX_IMPULSES)
+		impulses = CODEL_MAX_IMPULSES;
+	v -= (s64)impulses * (eq >> CODEL_KICK_SHIFT);
+	v -= codel_shr(x - eq, spring);
+	v -= codel_shr(v, damping);
 	v = clamp_s64(v, -vcap, vcap);
 	x = clamp_s64(x + v, floor, max);
+	/*
+	 * A target pinned at a bound stops there: velocity left pointing into the bound would keep
+	 * it pinned long after the rescues end (seen in the VM: 12 s at the floor after a burst).
+	 */
+	if ((x == floor && v < 0) || (x == max && v > 0))
+		v = 0;
+	/*
+	 * Below the shifts' resolution neither the spring nor the damping acts any more: a quiet
+	 * oscillator that close to c_eq is at rest, so put it there exactly.
+	 */
+	if (!impulses && abs_s64(x - eq) < (1ll << spring) && abs_s64(v) < (1ll << damping)) {
+		x = eq;
+		v = 0;
+	}
 	codel_v = v;
 	codel_x = x;
 }

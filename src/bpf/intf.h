@@ -28,6 +28,16 @@ enum pandemonium_consts {
 	AFFINITY_SENTINEL = 0xffffffffu,
 };
 
+/*
+ * The CoDel target oscillator's fixed constants (codel.bpf.h). src/codel.rs replays the same step
+ * in Rust with these values, so a change here is a change to the tested dynamics too.
+ */
+enum codel_consts {
+	CODEL_MAX_IMPULSES = 16, /* rescues counted per step; a burst beyond this kicks no harder */
+	CODEL_KICK_SHIFT = 3,	 /* one rescue kicks the velocity by c_eq >> 3 */
+	CODEL_VCAP_SHIFT = 2,	 /* |velocity| <= (max - floor) >> 2 per tick */
+};
+
 /* User DSQ ids. Per-CPU DSQs use the CPU id itself (0 .. MAX_CPUS-1). */
 enum pandemonium_dsq {
 	NODE_DSQ_BASE = 1u << 16,  /* + node: INTERACTIVE / LAT_CRITICAL overflow, vtime-ordered */

@@ -7,7 +7,7 @@
 //! measurement functions take an explicit stop flag instead, so the gate can use them from a test
 //! harness that owns its own signals.
 
-mod clock;
+pub(crate) mod clock;
 mod json;
 mod prng;
 pub mod probe;

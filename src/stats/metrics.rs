@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! What the stats server publishes: one flat record per control-loop tick. Counters are cumulative
+//! since the BPF program was loaded (a hotplug reload starts them again at zero); a reader takes
+//! differences between samples, as the `-v` line does between ticks.
+
+use crate::bpf_intf::{NR_TIERS, Tier, TopoParams, TuningKnobs};
+use crate::codel::{self, Oscillator};
+use crate::hist;
+use crate::telemetry::Snapshot;
+use crate::tuning::{Expert, NR_EXPERTS};
+use scx_stats_derive::Stats;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Marks a field whose value only ever grows while one BPF instance runs; the monitor prints its
+/// rate per second next to it. A `_`-prefixed stat attribute is scx_stats' user extension.
+pub const COUNTER_ATTR: &str = "_counter";
+
+/// Regime value while no adaptive control loop runs (`--no-adaptive`).
+pub const NO_REGIME: &str = "-";
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(
+    top,
+    desc = "scx_pandemonium scheduler statistics, one sample per second"
+)]
+pub struct PandemoniumMetrics {
+    #[stat(desc = "CLOCK_MONOTONIC time the sample was taken, ms (rates use its differences)")]
+    pub at_ms: u64,
+    #[stat(desc = "1 when the adaptive control loop runs, 0 in --no-adaptive (BPF-only) mode")]
+    pub adaptive: u64,
+    #[stat(desc = "load regime LIGHT / MIXED / HEAVY (+LONGRUN); '-' without the adaptive loop")]
+    pub regime: String,
+    #[stat(desc = "1 while batch work has queued past the longrun threshold (BPF's flag)")]
+    pub longrun: u64,
+
+    #[stat(desc = "dispatch() calls: a CPU looking for its next task", _counter)]
+    pub nr_dispatches: u64,
+    #[stat(
+        desc = "wakeups sent to an idle CPU by select_cpu's fast path",
+        _counter
+    )]
+    pub nr_idle_hits: u64,
+    #[stat(
+        desc = "insertions into the shared node / batch overflow queues",
+        _counter
+    )]
+    pub nr_shared: u64,
+    #[stat(desc = "insertions into a per-CPU queue", _counter)]
+    pub nr_pcpu: u64,
+    #[stat(
+        desc = "placements sent to a near peer CPU because the own queue was full",
+        _counter
+    )]
+    pub nr_spills: u64,
+    #[stat(
+        desc = "tick preemptions of BATCH tasks in favour of waiting interactive work",
+        _counter
+    )]
+    pub nr_preempt: u64,
+    #[stat(
+        desc = "times the previous task kept its CPU because nothing else was queued",
+        _counter
+    )]
+    pub nr_keep_running: u64,
+    #[stat(desc = "preempting CPU kicks", _counter)]
+    pub nr_hard_kicks: u64,
+    #[stat(desc = "kicks of an idle CPU found for an enqueued task", _counter)]
+    pub nr_soft_kicks: u64,
+    #[stat(desc = "enqueues of waking tasks", _counter)]
+    pub nr_enq_wakeup: u64,
+    #[stat(desc = "re-enqueues of tasks that used up their slice", _counter)]
+    pub nr_enq_requeue: u64,
+    #[stat(
+        desc = "dispatches that took a task from a nearby CPU's queue (by R_eff)",
+        _counter
+    )]
+    pub nr_steals: u64,
+    #[stat(
+        desc = "overflow rescues: aged shared-queue work served first (also for CoDel stalls)",
+        _counter
+    )]
+    pub nr_overflow_rescue: u64,
+    #[stat(
+        desc = "starvation rescues: work waiting past the hard starvation bound served first",
+        _counter
+    )]
+    pub nr_starvation_rescue: u64,
+    #[stat(desc = "tasks drained from the queue of a CPU going offline", _counter)]
+    pub nr_offline_drain: u64,
+    #[stat(desc = "affinity rank walks that skipped an offline CPU", _counter)]
+    pub nr_rank_offline_skips: u64,
+    #[stat(desc = "tasks pinned to one CPU, sent to its local queue", _counter)]
+    pub nr_pinned: u64,
+    #[stat(
+        desc = "placements that targeted an offline CPU (must stay 0)",
+        _counter
+    )]
+    pub nr_offline_placements: u64,
+    #[stat(
+        desc = "dispatches that stayed on the task's L2 cache domain, by tier",
+        _counter
+    )]
+    pub l2_hit: BTreeMap<String, u64>,
+    #[stat(
+        desc = "dispatches that left the task's L2 cache domain, by tier",
+        _counter
+    )]
+    pub l2_miss: BTreeMap<String, u64>,
+    #[stat(desc = "sum of wakeup latencies (runnable to running), ns", _counter)]
+    pub wake_lat_sum_ns: u64,
+    #[stat(desc = "wakeup latencies measured", _counter)]
+    pub wake_lat_cnt: u64,
+    #[stat(desc = "largest wakeup latency since load, ns")]
+    pub wake_lat_max_ns: u64,
+    #[stat(
+        desc = "P99 wakeup latency of the last second by tier, ns (log2 bucket upper bound; \
+                   a tier without wakeups is absent)"
+    )]
+    pub wake_p99_ns: BTreeMap<String, u64>,
+
+    #[stat(desc = "MWU expert weights (sum 1); empty without the adaptive loop")]
+    pub mwu_weights: BTreeMap<String, f64>,
+
+    #[stat(desc = "knob: slice cap of INTERACTIVE and LAT_CRITICAL tasks, ns")]
+    pub knob_slice_ns: u64,
+    #[stat(desc = "knob: how long interactive work waits before a BATCH task is preempted, ns")]
+    pub knob_preempt_thresh_ns: u64,
+    #[stat(desc = "knob: multiple of the lag cap a waking task may bank as vtime credit")]
+    pub knob_lag_scale: u64,
+    #[stat(desc = "knob: BATCH time slice, ns")]
+    pub knob_batch_slice_ns: u64,
+    #[stat(desc = "knob: interactive slice cap while longrun is on, ns")]
+    pub knob_burst_slice_ns: u64,
+    #[stat(desc = "knob: behaviour score from which a task is LAT_CRITICAL")]
+    pub knob_lat_cri_thresh_high: u64,
+    #[stat(desc = "knob: behaviour score from which a task is INTERACTIVE")]
+    pub knob_lat_cri_thresh_low: u64,
+    #[stat(desc = "knob: L2 placement 0 off / 1 weak / 2 strong")]
+    pub knob_affinity_mode: u64,
+    #[stat(desc = "knob: batch sojourn threshold (how long batch work may wait), ns")]
+    pub knob_sojourn_thresh_ns: u64,
+    #[stat(desc = "knob: topology mixing time tau, ns (set by topology detection)")]
+    pub knob_topology_tau_ns: u64,
+
+    #[stat(desc = "CoDel stall target now (oscillator position x), ns")]
+    pub codel_target_ns: u64,
+    #[stat(desc = "CoDel target velocity, ns per tick (negative: tightening after rescues)")]
+    pub codel_velocity_ns: i64,
+    #[stat(desc = "CoDel equilibrium c_eq the target returns to, ns")]
+    pub codel_eq_ns: u64,
+    #[stat(desc = "CoDel target floor, ns")]
+    pub codel_floor_ns: u64,
+    #[stat(desc = "CoDel target ceiling, ns")]
+    pub codel_max_ns: u64,
+    #[stat(desc = "CoDel intervals that ended stalled, all CPUs", _counter)]
+    pub nr_codel_stalls: u64,
+}
+
+/// One tick's inputs to [`PandemoniumMetrics::of`].
+pub struct Sample<'a> {
+    pub at_ms: u64,
+    pub prev: &'a Snapshot,
+    pub cur: &'a Snapshot,
+    pub knobs: TuningKnobs,
+    pub topo: TopoParams,
+    pub longrun: bool,
+    /// The regime label and MWU weights; `None` without the adaptive loop.
+    pub adaptive: Option<(String, [f64; NR_EXPERTS])>,
+}
+
+fn by_tier<T>(f: impl Fn(usize) -> Option<T>) -> BTreeMap<String, T> {
+    (0..NR_TIERS)
+        .filter_map(|t| Some((Tier::ALL[t].name().to_string(), f(t)?)))
+        .collect()
+}
+
+impl PandemoniumMetrics {
+    pub fn of(s: &Sample) -> PandemoniumMetrics {
+        let (st, k) = (&s.cur.stats, &s.knobs);
+        let Oscillator { x, v } = s.cur.codel;
+        let (regime, weights) = match &s.adaptive {
+            Some((r, w)) => (
+                r.clone(),
+                Expert::ALL
+                    .iter()
+                    .zip(w)
+                    .map(|(e, w)| (e.name().to_string(), *w))
+                    .collect(),
+            ),
+            None => (NO_REGIME.to_string(), BTreeMap::new()),
+        };
+        let p99 = |t: usize| {
+            let d = hist::delta(&s.cur.hist.wake_lat[t], &s.prev.hist.wake_lat[t]);
+            hist::percentile_ns(&d, 0.99)
+        };
+        PandemoniumMetrics {
+            at_ms: s.at_ms,
+            adaptive: s.adaptive.is_some() as u64,
+            regime,
+            longrun: s.longrun as u64,
+            nr_dispatches: st.nr_dispatches,
+            nr_idle_hits: st.nr_idle_hits,
+            nr_shared: st.nr_shared,
+            nr_pcpu: st.nr_pcpu,
+            nr_spills: st.nr_spills,
+            nr_preempt: st.nr_preempt,
+            nr_keep_running: st.nr_keep_running,
+            nr_hard_kicks: st.nr_hard_kicks,
+            nr_soft_kicks: st.nr_soft_kicks,
+            nr_enq_wakeup: st.nr_enq_wakeup,
+            nr_enq_requeue: st.nr_enq_requeue,
+            nr_steals: st.nr_steals,
+            nr_overflow_rescue: st.nr_overflow_rescue,
+            nr_starvation_rescue: st.nr_starvation_rescue,
+            nr_offline_drain: st.nr_offline_drain,
+            nr_rank_offline_skips: st.nr_rank_offline_skips,
+            nr_pinned: st.nr_pinned,
+            nr_offline_placements: st.nr_offline_placements,
+            l2_hit: by_tier(|t| Some(st.l2_hit[t])),
+            l2_miss: by_tier(|t| Some(st.l2_miss[t])),
+            wake_lat_sum_ns: st.wake_lat_sum_ns,
+            wake_lat_cnt: st.wake_lat_cnt,
+            wake_lat_max_ns: st.wake_lat_max_ns,
+            wake_p99_ns: by_tier(p99),
+            mwu_weights: weights,
+            knob_slice_ns: k.slice_ns,
+            knob_preempt_thresh_ns: k.preempt_thresh_ns,
+            knob_lag_scale: k.lag_scale,
+            knob_batch_slice_ns: k.batch_slice_ns,
+            knob_burst_slice_ns: k.burst_slice_ns,
+            knob_lat_cri_thresh_high: k.lat_cri_thresh_high,
+            knob_lat_cri_thresh_low: k.lat_cri_thresh_low,
+            knob_affinity_mode: k.affinity_mode,
+            knob_sojourn_thresh_ns: k.sojourn_thresh_ns,
+            knob_topology_tau_ns: k.topology_tau_ns,
+            codel_target_ns: codel::target(x, k, &s.topo),
+            codel_velocity_ns: v,
+            codel_eq_ns: codel::equilibrium(k, &s.topo) as u64,
+            codel_floor_ns: s.topo.codel_target_floor_ns,
+            codel_max_ns: s.topo.codel_target_max_ns,
+            nr_codel_stalls: s.cur.nr_codel_stalls,
+        }
+    }
+}

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The client side: connect to a running scheduler's stats socket, check that it is ours, and
+//! print a block of statistics every interval. Used by `--monitor` (another process) and by
+//! `--stats` (a thread of the scheduler itself, through the same socket).
+
+use super::format;
+use super::metrics::PandemoniumMetrics;
+use anyhow::{Context, Result, anyhow, bail};
+use scx_stats::prelude::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The scx convention's socket (`/var/run/scx/<sched>/stats`, sched "root" for the one attached
+/// scheduler), so scx tools find us too. PANDEMONIUM_STATS_SOCKET overrides it (tests).
+pub fn socket_path() -> PathBuf {
+    std::env::var_os("PANDEMONIUM_STATS_SOCKET")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/run/scx/root/stats"))
+}
+
+/// A live read can stall while the BPF program loads under emulation; a dead peer closes the
+/// socket at once, so this only bounds a scheduler that is alive but stuck.
+const READ_TIMEOUT_MS: u64 = 30_000;
+
+pub struct Monitor {
+    client: StatsClient,
+    meta: StatsMeta,
+    prev: Option<Value>,
+    path: PathBuf,
+}
+
+fn connect_error(path: &Path, e: anyhow::Error) -> anyhow::Error {
+    match e.downcast_ref::<std::io::Error>().map(|e| e.kind()) {
+        Some(ErrorKind::NotFound | ErrorKind::ConnectionRefused) => anyhow!(
+            "no scx_pandemonium is running: nothing answers at {} (start it with `sudo \
+             scx_pandemonium`, or use --stats SECS to run and print statistics at once)",
+            path.display()
+        ),
+        Some(ErrorKind::PermissionDenied) => anyhow!(
+            "cannot connect to {}: permission denied; try: sudo scx_pandemonium --monitor",
+            path.display()
+        ),
+        _ => e.context(format!("connecting to {}", path.display())),
+    }
+}
+
+impl Monitor {
+    /// Connects and checks the server describes our statistics, not another scheduler's.
+    pub fn connect(path: &Path) -> Result<Monitor> {
+        let mut client = StatsClient::new()
+            .set_path(path)
+            .connect(Some(READ_TIMEOUT_MS))
+            .map_err(|e| connect_error(path, e))?;
+        let metas: BTreeMap<String, StatsMeta> = client
+            .request("stats_meta", vec![])
+            .with_context(|| format!("asking {} for its statistics", path.display()))?;
+        let ours = PandemoniumMetrics::meta();
+        if !metas.contains_key(&ours.name) {
+            bail!(
+                "the stats server at {} belongs to another sched_ext scheduler (it describes: {})",
+                path.display(),
+                metas.keys().cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
+        Ok(Monitor {
+            client,
+            meta: ours,
+            prev: None,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The next block of output, or `None` while the scheduler has no first sample yet.
+    pub fn poll(&mut self) -> Result<Option<String>> {
+        match self.client.request::<Value>("stats", vec![]) {
+            Ok(cur) => {
+                let text = format::block(&self.meta, self.prev.as_ref(), &cur);
+                self.prev = Some(cur);
+                Ok(Some(text))
+            }
+            Err(e)
+                if e.downcast_ref::<StatsErrno>()
+                    .is_some_and(|n| n.0 == libc::EAGAIN) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e.context(format!(
+                "the scheduler stopped answering at {}",
+                self.path.display()
+            ))),
+        }
+    }
+
+    /// Prints a block every `interval` until `should_exit` says so or the scheduler goes away.
+    pub fn run(
+        &mut self,
+        interval: Duration,
+        should_exit: impl Fn() -> bool,
+        mut out: impl FnMut(&str) -> Result<()>,
+    ) -> Result<()> {
+        while !should_exit() {
+            if let Some(text) = self.poll()? {
+                out(&text)?;
+            }
+            let until = Instant::now() + interval;
+            while !should_exit() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(50).min(interval));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `--stats` / `--monitor` interval: positive seconds, fractions allowed.
+pub fn parse_interval(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !v.is_finite() || !(0.1..=3600.0).contains(&v) {
+        return Err(format!(
+            "{s} s: the interval must be between 0.1 and 3600 seconds"
+        ));
+    }
+    Ok(v)
+}
