@@ -165,16 +165,27 @@ impl Mix {
 
     /// Samples every worker's time since last progress for `dur`, keeping the worst per worker,
     /// then stops and joins everything.
-    pub fn run_for(mut self, dur: Duration, mut during: impl FnMut(Duration)) -> Vec<Report> {
+    pub fn run_for(self, dur: Duration, mut during: impl FnMut(Duration)) -> Vec<Report> {
+        self.run_while(|t| {
+            during(t);
+            t < dur
+        })
+    }
+
+    /// Like run_for, but runs until `during` (called every 10 ms with the time since the start)
+    /// returns false.
+    pub fn run_while(mut self, mut during: impl FnMut(Duration) -> bool) -> Vec<Report> {
         let t0 = Instant::now();
-        while t0.elapsed() < dur {
+        loop {
             std::thread::sleep(Duration::from_millis(10));
             let now = now_ns(self.epoch);
             for w in &self.workers {
                 let gap = now.saturating_sub(w.last_ns.load(Ordering::Relaxed));
                 w.worst_gap_ns.fetch_max(gap, Ordering::Relaxed);
             }
-            during(t0.elapsed());
+            if !during(t0.elapsed()) {
+                break;
+            }
         }
         self.stop.store(true, Ordering::Relaxed);
         for h in self.handles.drain(..) {
