@@ -105,17 +105,24 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	vtime = task_vtime(p, tctx, enq_flags, k, tp);
 
 	/*
-	 * A task that can run on one CPU only goes straight to that CPU's local DSQ. In a shared DSQ
-	 * it would wait for that one CPU to reach the overflow steps; in our per-CPU DSQ it would be
-	 * stranded when the CPU goes offline, because the kernel stops calling dispatch() on an
-	 * offline CPU while its per-CPU kthreads (ksoftirqd, cpuhp) must still run there to let the
-	 * hotplug finish.
+	 * A task that can run on one CPU only waits for that CPU alone. Kernel threads (ksoftirqd,
+	 * cpuhp, per-CPU kworkers) and migration-disabled tasks go straight to its local DSQ: the
+	 * kernel stops calling dispatch() on a CPU going offline while those must still run there.
+	 * A pinned user task does so only while that local DSQ is empty; otherwise it waits in the
+	 * CPU's own DSQ in vtime order. A stream of pinned tasks (stress-ng --affinity-pin, the
+	 * sched-ext CI check) once kept every local DSQ fed, so dispatch() and its starvation rescue
+	 * never ran and a task in a shared DSQ waited until sched_ext's watchdog fired.
 	 */
 	if (p->nr_cpus_allowed == 1 || is_migration_disabled(p)) {
-		mark_enqueued(tctx, bpf_ktime_get_ns());
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
-		kick_cpu(cpu, SCX_KICK_IDLE);
 		STAT_INC(nr_pinned);
+		if ((p->flags & PF_KTHREAD) || is_migration_disabled(p) || !cpu_is_online(cpu) ||
+		    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) <= 0) {
+			mark_enqueued(tctx, bpf_ktime_get_ns());
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
+			kick_cpu(cpu, SCX_KICK_IDLE);
+			return;
+		}
+		insert_pcpu(p, tctx, cpu, slice, vtime, enq_flags);
 		return;
 	}
 
@@ -332,8 +339,28 @@ void BPF_STRUCT_OPS(pandemonium_cpu_online, s32 cpu)
 	kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
+/*
+ * A higher scheduling class (an RT or deadline task) took @cpu: the tasks already in its local DSQ
+ * would wait behind it. Send them through enqueue() again so they are placed on other CPUs.
+ */
+void BPF_STRUCT_OPS(pandemonium_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	scx_bpf_reenqueue_local();
+}
+
 void BPF_STRUCT_OPS(pandemonium_cpu_offline, s32 cpu)
 {
+	struct task_struct *p;
+
+	/*
+	 * Pinned user tasks waiting in this CPU's own DSQ can run nowhere else and the kernel no
+	 * longer calls dispatch() here: hand them to the local DSQ, where the kernel runs each one
+	 * long enough to push it off the dying CPU.
+	 */
+	bpf_for_each(scx_dsq, p, cpu, 0) {
+		if (p->nr_cpus_allowed == 1)
+			scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0);
+	}
 	codel_reset_cpu(cpu);
 	if (cpu_ctx(cpu)->online)
 		__sync_fetch_and_add(&nr_offline_cpus, 1);
@@ -391,6 +418,7 @@ SCX_OPS_DEFINE(pandemonium_ops,
 	       .select_cpu = (void *)pandemonium_select_cpu,
 	       .enqueue = (void *)pandemonium_enqueue,
 	       .dispatch = (void *)pandemonium_dispatch,
+	       .cpu_release = (void *)pandemonium_cpu_release,
 	       .runnable = (void *)pandemonium_runnable,
 	       .running = (void *)pandemonium_running,
 	       .stopping = (void *)pandemonium_stopping,
