@@ -108,15 +108,17 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	 * A task that can run on one CPU only waits for that CPU alone. Kernel threads (ksoftirqd,
 	 * cpuhp, per-CPU kworkers) and migration-disabled tasks go straight to its local DSQ: the
 	 * kernel stops calling dispatch() on a CPU going offline while those must still run there.
-	 * A pinned user task does so only while that local DSQ is empty; otherwise it waits in the
-	 * CPU's own DSQ in vtime order. A stream of pinned tasks (stress-ng --affinity-pin, the
-	 * sched-ext CI check) once kept every local DSQ fed, so dispatch() and its starvation rescue
-	 * never ran and a task in a shared DSQ waited until sched_ext's watchdog fired.
+	 * A pinned user task does so only when it wakes to an empty local DSQ; a requeue after its
+	 * slice, or a wakeup behind other work, waits in the CPU's own DSQ in vtime order. Pinned
+	 * tasks that always went local (two pinned long-runners per CPU, stress-ng --affinity-pin
+	 * in the sched-ext CI check) kept every local DSQ fed, so dispatch() and its starvation
+	 * rescue never ran and a task in a shared DSQ waited until sched_ext's watchdog fired.
 	 */
 	if (p->nr_cpus_allowed == 1 || is_migration_disabled(p)) {
 		STAT_INC(nr_pinned);
 		if ((p->flags & PF_KTHREAD) || is_migration_disabled(p) || !cpu_is_online(cpu) ||
-		    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) <= 0) {
+		    ((enq_flags & SCX_ENQ_WAKEUP) &&
+		     scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) <= 0)) {
 			mark_enqueued(tctx, bpf_ktime_get_ns());
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
 			kick_cpu(cpu, SCX_KICK_IDLE);
