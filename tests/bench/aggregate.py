@@ -23,7 +23,7 @@ class Cell:
     cores: int
     scheduler: str
     values: list[float]  # per iteration, in iteration order; failed iterations left out
-    failures: int
+    failures: int  # iterations whose phase failed (cost-only phases have no value but succeed)
     median: float | None
     spread: tuple[float, float] | None  # (min, max) over iterations
     ratio: float | None  # median per-iteration ratio to the bracketing EEVDF runs
@@ -76,7 +76,8 @@ def aggregate(records: list[Record]) -> list[Cell]:
         costs = [r.sched_cpu_pct for r in recs if r.sched_cpu_pct is not None]
         rss = [r.sched_rss_kb for r in recs if r.sched_rss_kb is not None]
         hwm = [r.sched_hwm_kb for r in recs if r.sched_hwm_kb is not None]
-        cells.append(Cell(phase, cores, sched, values, len(recs) - len(ok), median(values),
+        failures = sum(1 for r in recs if r.error)
+        cells.append(Cell(phase, cores, sched, values, failures, median(values),
                           (min(values), max(values)) if values else None, median(ratios),
                           median(costs), max(rss) if rss else None, max(hwm) if hwm else None))
     return cells

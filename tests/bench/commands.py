@@ -28,6 +28,7 @@ class Command:
     iterations: int = 1
     bracket: bool = True
     sched_args: tuple[str, ...] = ()  # extra arguments for scx_pandemonium
+    phase_s: int | None = None  # default timed-phase length when not Sizes().phase_s
 
 
 COMMANDS = [
@@ -41,7 +42,8 @@ COMMANDS = [
     Command("bench-fork-thread", "perf messaging (processes, threads) + perf stat counters",
             ["messaging", "forkthread"], [P.PANDEMONIUM, P.PANDEMONIUM_BPF]),
     Command("bench-power", "the scheduler's own CPU time and RSS idle/under load, RAPL if any",
-            ["idle", "busy", "rapl"], [P.PANDEMONIUM, P.PANDEMONIUM_BPF], bracket=False),
+            ["idle", "busy", "rapl"], [P.PANDEMONIUM, P.PANDEMONIUM_BPF], bracket=False,
+            phase_s=20),  # 20 s windows: 1 tick of CPU time is 0.05 % of one CPU
     Command("bench-trace", "BPF program run counts/time and sched_ext trace events under a "
             "workload", ["bpfstats"], [P.PANDEMONIUM]),
     Command("bench-sys", "live telemetry (-v) captured to a file under load",
@@ -71,8 +73,8 @@ def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
                    help="every phase briefly, one iteration, smallest core count (CI smoke)")
     p.add_argument("--pandemonium-only", action="store_true",
                    help="skip EEVDF (no ratios) and --external")
-    p.add_argument("--phase-seconds", type=int, metavar="S",
-                   help=f"length of each timed phase (default {P.Sizes().phase_s})")
+    p.add_argument("--phase-seconds", type=int, metavar="S", default=spec.phase_s,
+                   help=f"length of each timed phase (default {spec.phase_s or P.Sizes().phase_s})")
     p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")
     p.add_argument("--accel", choices=["tcg-single", "tcg-multi", "kvm"],
                    help="default: tcg-multi if vCPUs <= host cores, else tcg-single")

@@ -34,7 +34,7 @@ from pathlib import Path
 from pandemonium_common import PROJECT_ROOT, PandemoniumError, cache_dir, log
 
 from .parse import Record, parse_results
-from .plan import EEVDF, EXTERNAL, Plan, accel_for, eta_s, fmt_duration
+from .plan import ATTACH_EST_S, EEVDF, EXTERNAL, Plan, accel_for, eta_s, fmt_duration
 
 GUEST_DIR = PROJECT_ROOT / "tests" / "bench" / "guest"
 TOOLS = ["stress-ng", "perf", "cyclictest"]
@@ -75,7 +75,7 @@ def missing_tools() -> list[str]:
 class Progress(threading.Thread):
     """Follows the guest console log and prints one line per finished phase with an ETA."""
 
-    def __init__(self, console_dir: Path, plan: Plan, attach_s: float = 40.0) -> None:
+    def __init__(self, console_dir: Path, plan: Plan, attach_s: float = ATTACH_EST_S) -> None:
         super().__init__(daemon=True)
         self.dir, self.stop_flag = console_dir, threading.Event()
         self.weights = []
@@ -137,12 +137,9 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
             raise PandemoniumError(f"bench: --external {host}: no such file")
         add.append((str(host), f"/usr/local/bin/{host.name}"))
         ext_cmd = " ".join([f"/usr/local/bin/{host.name}", *plan.external[1:]])
-    s = plan.sizes
     env = {"BENCH_RUNS": " ".join(r.token() for r in plan.runs()),
-           "BENCH_PHASES": " ".join(plan.phases), "BENCH_D": str(s.phase_s),
-           "BENCH_OPS": str(s.ops), "BENCH_COUNT": str(s.count), "BENCH_EXTERNAL": ext_cmd,
-           "BENCH_SCHED_ARGS": " ".join(plan.sched_args),
-           "BENCH_ATTACH_S": str(s.attach_timeout_s), "BENCH_STOP_S": str(s.stop_timeout_s)}
+           "BENCH_PHASES": " ".join(plan.phases), "BENCH_EXTERNAL": ext_cmd,
+           "BENCH_SCHED_ARGS": " ".join(plan.sched_args), **plan.sizes.guest_env()}
     estimate = plan.estimate_s()
     timeout = estimate * 3 + 900  # TCG pace varies with the host's other load
     log.info("bench: %d runs x %d phases at %s cores, %s, roughly %s (VM timeout %s)",

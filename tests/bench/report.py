@@ -81,7 +81,9 @@ def markdown(title: str, env: dict, cells: list[Cell], phases: list[str],
             f"VM benchmark (QEMU {env.get('accel', '?')}, {env.get('vcpus', '?')} vCPUs booted, "
             f"kernel {env.get('kernel', '?')}): guest timings are 5-12x slower than bare metal and "
             "are only comparable with each other, within this boot.", ""]
-    body = [phase_table(p, cells) for p in phases if any(c.phase == p for c in cells)]
+    # Cost-only phases (idle, busy) and an unavailable RAPL have no values: only notes speak.
+    body = [phase_table(p, cells) for p in phases
+            if any(c.phase == p and (c.values or c.failures) for c in cells)]
     cost = cost_table(cells)
     tail = ["### notes", ""] + [f"- {n}" for n in notes] if notes else []
     return "\n".join(head + body + ([cost] if cost else []) + tail) + "\n"

@@ -56,8 +56,8 @@ def test_eta_scales_remaining_weight_by_pace():
 
 def test_estimate_counts_attaches_and_fixed_jobs():
     plan = P.Plan(phases=["throughput", "latency"], schedulers=[P.PANDEMONIUM], cores=[2],
-                  iterations=1, sizes=P.Sizes(phase_s=5, ops=400))
-    # 2 EEVDF runs + 1 pandemonium run, each throughput (20 s * 400/800) + latency (2 + 5)
+                  iterations=1, sizes=P.Sizes(phase_s=5, ops=P.Sizes().ops // 2))
+    # 2 EEVDF runs + 1 pandemonium run, each throughput (20 s at half the ops) + latency (2 + 5)
     assert plan.estimate_s(attach_s=30) == pytest.approx(3 * (10 + 7) + 30)
 
 

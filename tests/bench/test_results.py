@@ -86,6 +86,14 @@ def test_cyclictest_p99_counts_overflows_above_every_bucket():
         cyclictest_p99("# Histogram\n")
 
 
+def test_missing_rapl_is_reported_as_unavailable_not_failed(tmp_path):
+    res = _results(tmp_path, [(2, 1, "pandemonium", "rapl", 129, 0, 100, COST, COST)],
+                   {"c2-i1-pandemonium.rapl.out": "rapl-missing.txt"})
+    (rec,), _, _ = parse_results(res)
+    assert rec.error is None and rec.value is None
+    assert "Cannot find PMU" in rec.extra["rapl_unavailable"]
+
+
 def test_perf_stat_counters_and_rapl():
     c = perf_stat_counters((FIX / "forkthread.txt").read_text())
     assert c["context-switches"] == 282 and c["cycles"] == "<not supported>"
@@ -119,9 +127,12 @@ def test_bracket_ratio_edge_cases():
 
 
 def test_failed_iterations_are_counted_not_averaged():
-    recs = [_rec("ipc", 2, "pandemonium", 1, None), _rec("ipc", 2, "pandemonium", 2, 7.0)]
-    (cell,) = aggregate(recs)
+    failed = _rec("ipc", 2, "pandemonium", 1, None)
+    failed.error = "exit status 1"
+    (cell,) = aggregate([failed, _rec("ipc", 2, "pandemonium", 2, 7.0)])
     assert cell.values == [7.0] and cell.failures == 1 and cell.median == 7.0
+    (idle,) = aggregate([_rec("idle", 2, "pandemonium", 1, None, cpu=0.1)])
+    assert idle.failures == 0 and idle.median is None
 
 
 def test_verdict_and_table_format():
@@ -145,6 +156,7 @@ def test_markdown_and_json_round_trip(tmp_path):
     md = markdown("bench-power", {"accel": "tcg-multi", "vcpus": 2, "kernel": "k"}, cells,
                   ["idle"], ["a note"])
     assert "tcg-multi" in md and "| idle | 2 | pandemonium | 0.30 % | 20.0 MiB | - |" in md
+    assert "### idle" not in md  # a cost-only phase has no value table
     assert md.rstrip().endswith("- a note")
     write_json(tmp_path / "r.json", {"cells": [c.to_json() for c in cells]})
     back = json.loads((tmp_path / "r.json").read_text())["cells"][0]

@@ -9,7 +9,8 @@
 #   BENCH_PHASES    phase names, each a phase_<name> function below
 #   BENCH_D         seconds per timed phase
 #   BENCH_OPS       bogo-ops per worker of the fixed throughput job (stress-ng int64)
-#   BENCH_COUNT     samples of the pipe / launch phases
+#   BENCH_PIPE_N, BENCH_LAUNCH_N   samples of the ipc / launch phases
+#   BENCH_MSG_LOOPS loops of perf bench sched messaging (-g 4)
 #   BENCH_EXTERNAL  command line of the external scheduler (SCHED "external")
 #   BENCH_SCHED_ARGS  extra scx_pandemonium arguments (bench-sys: -v)
 #   BENCH_ATTACH_S, BENCH_STOP_S   attach / detach timeouts
@@ -129,9 +130,9 @@ phase_mixed() {
     settle; probe --work-us 500
 }
 phase_deadline() { load --workers $((2 * N)); settle; probe --frames; }
-phase_ipc() { benchlat pipe "$BENCH_COUNT"; }
-phase_launch() { load --workers $((2 * N)); settle; benchlat launch $((BENCH_COUNT / 20)) /bin/true; }
-phase_messaging() { perf bench sched messaging -g 4 -l "$((BENCH_COUNT / 40))" 2>&1; }
+phase_ipc() { benchlat pipe "$BENCH_PIPE_N"; }
+phase_launch() { load --workers $((2 * N)); settle; benchlat launch "$BENCH_LAUNCH_N" /bin/true; }
+phase_messaging() { perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1; }
 phase_cyclictest() {
     load --workers $((2 * N)); settle
     # Only non-empty histogram rows: the full 20000-row table would flood the console dump.
@@ -147,14 +148,14 @@ phase_recovery() { load --workers $((2 * N)); storm "$N"; sleep "$BENCH_D"; unlo
 phase_pinned() { scx_pandemonium stress --workers $((2 * N)) --pin --long-runner --duration-s "$BENCH_D"; }
 phase_forkthread() {
     perf stat -e task-clock,context-switches,cpu-migrations,cycles,instructions,cache-misses \
-        perf bench sched messaging -t -g 4 -l "$((BENCH_COUNT / 40))" 2>&1
+        perf bench sched messaging -t -g 4 -l "$BENCH_MSG_LOOPS" 2>&1
 }
 phase_telemetry() { load --workers $((2 * N)); sleep "$BENCH_D"; echo telemetry; }
 phase_bpfstats() {
     echo 1 > /proc/sys/kernel/bpf_stats_enabled
     echo 1 > /sys/kernel/tracing/events/sched_ext/enable 2>/dev/null
     echo > /sys/kernel/tracing/trace
-    perf bench sched messaging -g 4 -l "$((BENCH_COUNT / 40))" 2>&1
+    perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1
     echo "== bpf prog stats"
     for f in /proc/${SCHED_PID:-none}/fdinfo/*; do
         grep -q '^prog_type' "$f" 2>/dev/null && grep -E '^(prog_type|prog_id|run_time_ns|run_cnt):' "$f" | tr '\n' ' ' && echo
