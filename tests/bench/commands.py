@@ -217,10 +217,30 @@ def _scx(result, cells) -> list[str]:
     return out
 
 
-def _files(result, cells) -> list[str]:
-    raw = result.out_dir / "vm" / "raw"
-    return [f"raw captures (scheduler logs, trace/BPF stats): {raw}"]
+def _trace(result, cells) -> list[str]:
+    out = []
+    for r in result.records:
+        if r.phase != "bpfstats" or not r.extra:
+            continue
+        x = r.extra
+        per = x["bpf_ns_per_run"]
+        events = ", ".join(f"{k} {v}" for k, v in sorted(x["trace_events"].items())) or "none"
+        out.append(f"{r.scheduler} at {r.cores} cores: {x['bpf_progs']} BPF programs ran "
+                   f"{x['bpf_run_cnt']} times"
+                   + (f", {per:.0f} ns per run (guest time)" if per is not None else "")
+                   + f"; trace events (last buffer): {events}")
+    return out + [f"raw captures: {result.out_dir / 'vm' / 'raw'}"]
+
+
+def _sys(result, cells) -> list[str]:
+    out = []
+    for log_file in sorted((result.out_dir / "vm" / "raw").glob("*.sched.log")):
+        lines = [ln for ln in log_file.read_text(errors="replace").splitlines()
+                 if ln.startswith("d/s:")]
+        out.append(f"{log_file.name}: {len(lines)} telemetry lines"
+                   + (f"; last: {lines[-1]}" if lines else " (FAIL: none captured)"))
+    return out or ["FAIL no scheduler log captured"]
 
 
 VERDICTS = {"bench-power": _power, "bench-pcpu": _pcpu, "bench-scx": _scx,
-            "bench-trace": _files, "bench-sys": _files}
+            "bench-trace": _trace, "bench-sys": _sys}

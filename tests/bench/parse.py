@@ -155,6 +155,23 @@ def _rapl(text: str, rec: Record) -> None:
         rec.error = None  # no RAPL counter is a finding of this phase (perf exits 129), not a failure
 
 
+def _bpfstats(text: str, rec: Record) -> None:
+    """perf messaging time, plus the BPF program stats and trace event counts phase_bpfstats
+    appends ('bpfprog prog_type: N prog_id: N run_time_ns: N run_cnt: N', 'COUNT trace EVENT:')."""
+    _messaging(text, rec)
+    progs = []
+    for line in text.splitlines():
+        if line.startswith("bpfprog "):
+            kv = dict(re.findall(r"(\w+):\s*(\d+)", line))
+            progs.append({k: int(v) for k, v in kv.items()})
+    events = {m.group(2).rstrip(":"): int(m.group(1))
+              for m in re.finditer(r"^\s*(\d+) trace (\S+)", text, re.M)}
+    runs = sum(p.get("run_cnt", 0) for p in progs)
+    ns = sum(p.get("run_time_ns", 0) for p in progs)
+    rec.extra = {"bpf_progs": len(progs), "bpf_run_cnt": runs, "bpf_run_time_ns": ns,
+                 "bpf_ns_per_run": ns / runs if runs else None, "trace_events": events}
+
+
 def _telemetry(text: str, rec: Record) -> None:
     rec.value = None
 
@@ -163,7 +180,7 @@ PARSERS = {
     "throughput": _throughput, "latency": _probe, "burst": _probe, "longrun": _probe,
     "mixed": _probe, "deadline": _deadline, "ipc": _benchlat, "launch": _benchlat,
     "messaging": _messaging, "cyclictest": _cyclictest, "oversub": _probe, "recovery": _probe,
-    "pinned": _stress_gap, "forkthread": _messaging, "bpfstats": _messaging, "rapl": _rapl,
+    "pinned": _stress_gap, "forkthread": _messaging, "bpfstats": _bpfstats, "rapl": _rapl,
     "idle": _telemetry, "busy": _telemetry, "telemetry": _telemetry,
 }
 

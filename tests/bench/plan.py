@@ -58,10 +58,10 @@ SCALE_PHASES = ["throughput", "latency", "burst", "longrun", "mixed", "deadline"
 @dataclass
 class Sizes:
     """Per-phase sizes handed to the guest. The throughput job is fixed work (8 stress-ng int64
-    workers x `ops` bogo-ops each), sized to take roughly 20 s under EEVDF in the 2-4 vCPU TCG
+    workers x `ops` bogo-ops each), sized to take roughly 15-20 s under EEVDF in the 4-vCPU TCG
     guest; the others are sample counts chosen so one scheduler run stays near a minute."""
     phase_s: int = 4
-    ops: int = 1200
+    ops: int = 2400
     pipe_count: int = 3000  # pipe round trips
     launch_count: int = 60  # fork+exec+reap of /bin/true under load (~0.1-0.5 s each in TCG)
     msg_loops: int = 50  # perf bench sched messaging -g 4 -l N

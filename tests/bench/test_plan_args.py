@@ -108,3 +108,18 @@ def test_every_phase_has_a_guest_function_and_a_parser():
     for name in P.PHASES:
         assert f"phase_{name}()" in script, name
         assert name in PARSERS, name
+
+
+def test_progress_line_reports_step_status_and_eta(tmp_path):
+    from tests.bench.driver import _STEP, Progress
+
+    plan = P.Plan(phases=["ipc", "latency"], schedulers=[P.PANDEMONIUM], cores=[2],
+                  iterations=1, sizes=P.Sizes(phase_s=4))
+    prog = Progress(tmp_path, plan, attach_s=0)
+    # 3 runs x (ipc 4 + latency 2+4): weights 4, 6, 4, 6, 4, 6
+    assert prog.weights == [4.0, 6.0] * 3
+    m = _STEP.search("junk BENCH-STEP 2 6 2 0 eevdf latency 0")
+    assert prog.line(m, 20.0) == ("bench: [2/6] 2 cores, iteration 0, eevdf, latency: ok | "
+                                  "elapsed 20s, ETA 40s")
+    m = _STEP.search("BENCH-STEP 3 6 2 1 pandemonium ipc failed")
+    assert "ipc: FAILED (failed)" in prog.line(m, 30.0)

@@ -190,6 +190,23 @@ def test_power_notes_report_cost_against_targets_and_rapl():
     assert any("RAPL unavailable" in n and "no PMU" in n for n in notes)
 
 
+def test_trace_and_sys_notes(tmp_path):
+    res = _results(tmp_path, [(2, 1, "pandemonium", "bpfstats", 0, 0, 100, COST, COST)],
+                   {"c2-i1-pandemonium.bpfstats.out": "bpfstats.txt"})
+    records, _, _ = parse_results(res)
+    assert records[0].value == pytest.approx(3.512)
+    assert records[0].extra["bpf_run_cnt"] == 4000
+    assert records[0].extra["trace_events"] == {"sched_switch": 5120, "sched_wakeup": 801}
+    result = SimpleNamespace(records=records, events=[], rc=0, env={}, out_dir=tmp_path)
+    notes = commands.notes_for(commands.BY_NAME["bench-trace"], result, [])
+    assert any("2 BPF programs ran 4000 times, 250 ns per run" in n for n in notes)
+    raw = tmp_path / "vm" / "raw"
+    raw.mkdir(parents=True)
+    (raw / "c2-i1-pandemonium.sched.log").write_text("starting\nd/s: 10 idle: 5%\nd/s: 12 idle: 3%\n")
+    notes = commands.notes_for(commands.BY_NAME["bench-sys"], result, [])
+    assert any("2 telemetry lines; last: d/s: 12 idle: 3%" in n for n in notes)
+
+
 def test_stop_timeout_event_is_a_failure_note():
     result = SimpleNamespace(records=[], events=["stop-timeout c2-i1-pandemonium: still running"],
                              rc=0, env={}, out_dir=Path("/x"))

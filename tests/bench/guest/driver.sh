@@ -152,17 +152,23 @@ phase_forkthread() {
 }
 phase_telemetry() { load --workers $((2 * N)); sleep "$BENCH_D"; echo telemetry; }
 phase_bpfstats() {
+    T=/sys/kernel/tracing
     echo 1 > /proc/sys/kernel/bpf_stats_enabled
-    echo 1 > /sys/kernel/tracing/events/sched_ext/enable 2>/dev/null
-    echo > /sys/kernel/tracing/trace
-    perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1
-    echo "== bpf prog stats"
-    for f in /proc/${SCHED_PID:-none}/fdinfo/*; do
-        grep -q '^prog_type' "$f" 2>/dev/null && grep -E '^(prog_type|prog_id|run_time_ns|run_cnt):' "$f" | tr '\n' ' ' && echo
+    echo > $T/trace
+    for e in sched_ext sched/sched_switch sched/sched_wakeup; do
+        [ -e $T/events/$e/enable ] && echo 1 > $T/events/$e/enable
     done
-    echo "== trace events"
-    grep -v '^#' /sys/kernel/tracing/trace | awk '{print $5}' | sort | uniq -c
-    echo 0 > /sys/kernel/tracing/events/sched_ext/enable 2>/dev/null
+    perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1
+    for e in sched_ext sched/sched_switch sched/sched_wakeup; do
+        [ -e $T/events/$e/enable ] && echo 0 > $T/events/$e/enable
+    done
+    # run_cnt / run_time_ns of the scheduler's BPF programs (struct_ops callbacks included).
+    for f in /proc/${SCHED_PID:-none}/fdinfo/*; do
+        grep -q '^prog_type' "$f" 2>/dev/null || continue
+        echo "bpfprog $(grep -E '^(prog_type|prog_id|run_time_ns|run_cnt):' "$f" | tr '\n' ' ')"
+    done
+    # Event counts (the ring buffer keeps the most recent events only; the counts say which).
+    grep -v '^#' $T/trace | awk '{print "trace " $5}' | sort | uniq -c
     echo 0 > /proc/sys/kernel/bpf_stats_enabled
 }
 
