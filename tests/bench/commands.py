@@ -169,6 +169,8 @@ def notes_for(spec: Command, result, cells) -> list[str]:
     notes.append(f"host: {env.get('host_cores')} cores, load average "
                  f"{env.get('host_loadavg_before')} before, {env.get('host_loadavg_after')} after "
                  "(other work shares these cores)")
+    if env.get("external", "-") != "-":
+        notes.append(f"'external' is {env['external']} (attached and detached like pandemonium)")
     notes += VERDICTS.get(spec.name, lambda r, c: [])(result, cells)
     return notes
 

@@ -135,13 +135,14 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
         host = Path(plan.external[0])
         if not host.is_file():
             raise PandemoniumError(f"bench: --external {host}: no such file")
-        add.append((str(host), f"/usr/local/bin/{host.name}"))
-        ext_cmd = " ".join([f"/usr/local/bin/{host.name}", *plan.external[1:]])
+        # Its own directory: it may share a name with a binary the guest already has.
+        add.append((str(host), f"/opt/external/{host.name}"))
+        ext_cmd = " ".join([f"/opt/external/{host.name}", *plan.external[1:]])
     env = {"BENCH_RUNS": " ".join(r.token() for r in plan.runs()),
            "BENCH_PHASES": " ".join(plan.phases), "BENCH_EXTERNAL": ext_cmd,
            "BENCH_SCHED_ARGS": " ".join(plan.sched_args), **plan.sizes.guest_env()}
     estimate = plan.estimate_s()
-    timeout = estimate * 3 + 900  # TCG pace varies with the host's other load
+    timeout = estimate * 2 + 900  # TCG pace varies with the host's other load
     log.info("bench: %d runs x %d phases at %s cores, %s, roughly %s (VM timeout %s)",
              len(plan.runs()), len(plan.phases), ",".join(map(str, sorted(plan.cores))), mode,
              fmt_duration(estimate), fmt_duration(timeout))
