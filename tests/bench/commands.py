@@ -153,7 +153,10 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
     return 1 if failed or any(n.startswith("FAIL") for n in notes) else 0
 
 
-FATAL_EVENTS = ("stop-timeout", "attach-failed", "skipped", "hotplug-failed")
+# stop-status: the scheduler exited non-zero on SIGTERM (not a clean unload); ejected: the
+# kernel kicked it out mid-phase (e.g. the sched_ext watchdog saw a runnable task stall).
+FATAL_EVENTS = ("stop-timeout", "attach-failed", "skipped", "hotplug-failed", "stop-status",
+                "ejected")
 
 
 def notes_for(spec: Command, result, cells) -> list[str]:

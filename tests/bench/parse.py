@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 USER_HZ = 100  # /proc/PID/stat ticks; fixed at 100 on x86 Linux whatever CONFIG_HZ is
+RC_EJECTED = 200  # driver.sh: the scheduler was no longer attached when the phase ended
 
 
 @dataclass
@@ -206,7 +207,9 @@ def parse_step(line: str, raw_dir: Path) -> Record:
     _cost(t0, t1, f[7], f[10], f[11], f[12], rec)
     out = raw_dir / f"c{cores}-i{it}-{sched}.{phase}.out"
     text = out.read_text(errors="replace") if out.is_file() else ""
-    if rec.rc != 0:
+    if rec.rc == RC_EJECTED:
+        rec.error = "the kernel ejected the scheduler during this phase (see the events)"
+    elif rec.rc != 0:
         tail = text.strip().splitlines()[-1:] or ["no output"]
         rec.error = f"exit status {rec.rc}: {tail[0][:200]}"
     if phase not in PARSERS:

@@ -70,6 +70,17 @@ def test_failed_or_garbled_phase_is_an_error_not_a_value(tmp_path):
     assert "no probe JSON" in records[1].error
 
 
+def test_ejected_scheduler_fails_the_phase_even_with_good_output(tmp_path):
+    res = _results(tmp_path, [(2, 1, "pandemonium", "pinned", 200, 0, 100, COST, COST)],
+                   {"c2-i1-pandemonium.pinned.out": "pinned.txt"})
+    (rec,), _, _ = parse_results(res)
+    assert rec.value is None and "ejected" in rec.error
+    result = SimpleNamespace(records=[rec], events=["ejected c2-i1-pandemonium: during pinned"],
+                             rc=0, env={}, out_dir=tmp_path)
+    notes = commands.notes_for(commands.BY_NAME["bench-pcpu"], result, aggregate([rec]))
+    assert notes[0].startswith("FAIL guest event: ejected")
+
+
 def test_malformed_steps_line_and_missing_results_are_reported(tmp_path):
     with pytest.raises(FileNotFoundError):
         parse_results(tmp_path)

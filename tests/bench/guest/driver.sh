@@ -177,6 +177,12 @@ run_phase() { # TAG CORES ITER SCHED PHASE
     c0=$(sched_cost); t0=$(now_cs)
     "phase_$5" > "$OUT.out" 2>&1; rc=$?
     t1=$(now_cs); c1=$(sched_cost)
+    # The kernel may have ejected the scheduler mid-phase (watchdog stall, error exit): the
+    # numbers were then partly measured under EEVDF, so the phase counts as failed (rc 200).
+    if [ -n "$SCHED_PID" ] && [ "$(sx_state)" != enabled ]; then
+        event ejected "$1: during $5: $(grep -m1 -i -E 'error|EXIT' $R/raw/$1.sched.log)"
+        rc=200
+    fi
     unload
     echo "$2 $3 $4 $5 $rc $t0 $t1 $c0 $c1" >> $STEPS
 }
