@@ -115,6 +115,8 @@ def plot(out_dir: Path, cells: list[Cell], phases: list[str]) -> str:
         ax.set_ylabel(f"{p.metric} ({p.unit})")
         ax.set_title(f"{phase} (VM, lower is better)")
         ax.set_xticks(sorted({c.cores for c in sub}))
+        if p.unit == "us" and all(c.median > 0 for c in sub):
+            ax.set_yscale("log")  # TCG tails span decades between schedulers
         ax.legend()
         fig.tight_layout()
         fig.savefig(out_dir / f"{phase}.png", dpi=100)

@@ -223,3 +223,12 @@ def test_stop_timeout_event_is_a_failure_note():
                              rc=0, env={}, out_dir=Path("/x"))
     notes = commands.notes_for(commands.BY_NAME["bench-scale"], result, [])
     assert notes[0].startswith("FAIL guest event: stop-timeout")
+
+
+def test_plot_writes_one_png_per_phase_with_values(tmp_path):
+    pytest.importorskip("matplotlib")
+    cells = aggregate([_rec("latency", 2, "eevdf", 0, 5.0), _rec("latency", 4, "eevdf", 0, 9.0),
+                       _rec("idle", 2, "pandemonium", 1, None, cpu=0.1)])
+    assert plot(tmp_path, cells, ["latency", "idle"]) == "1 plot(s) written"
+    assert (tmp_path / "latency.png").stat().st_size > 1000
+    assert not (tmp_path / "idle.png").exists()
