@@ -222,6 +222,22 @@ def _scx(result, cells) -> list[str]:
     return out
 
 
+def _forkthread(result, cells) -> list[str]:
+    """perf stat counters of the threaded messaging run; unsupported ones are named as such."""
+    out, unsupported = [], set()
+    for r in result.records:
+        if r.phase != "forkthread" or not r.extra:
+            continue
+        counted = {k: v for k, v in r.extra.items() if isinstance(v, float)}
+        unsupported |= {k for k, v in r.extra.items() if not isinstance(v, float)}
+        out.append(f"{r.scheduler} at {r.cores} cores, iteration {r.iteration}: "
+                   + ", ".join(f"{k} {v:g}" for k, v in sorted(counted.items())))
+    if unsupported:
+        out.append("hardware counters unavailable in this guest (perf stat: <not supported>): "
+                   + ", ".join(sorted(unsupported)))
+    return out
+
+
 def _trace(result, cells) -> list[str]:
     out = []
     for r in result.records:
@@ -248,4 +264,5 @@ def _sys(result, cells) -> list[str]:
 
 
 VERDICTS = {"bench-power": _power, "bench-pcpu": _pcpu, "bench-scx": _scx,
+            "bench-fork-thread": _forkthread,
             "bench-trace": _trace, "bench-sys": _sys}

@@ -218,6 +218,17 @@ def test_trace_and_sys_notes(tmp_path):
     assert any("2 telemetry lines; last: d/s: 12 idle: 3%" in n for n in notes)
 
 
+def test_fork_thread_notes_name_unsupported_counters(tmp_path):
+    res = _results(tmp_path, [(2, 1, "pandemonium", "forkthread", 0, 0, 100, COST, COST)],
+                   {"c2-i1-pandemonium.forkthread.out": "forkthread.txt"})
+    records, _, _ = parse_results(res)
+    result = SimpleNamespace(records=records, events=[], rc=0, env={}, out_dir=tmp_path)
+    notes = commands.notes_for(commands.BY_NAME["bench-fork-thread"], result, [])
+    assert any("context-switches 282" in n for n in notes)
+    assert any(n.startswith("hardware counters unavailable") and "cache-misses, cycles" in n
+               for n in notes)
+
+
 def test_stop_timeout_event_is_a_failure_note():
     result = SimpleNamespace(records=[], events=["stop-timeout c2-i1-pandemonium: still running"],
                              rc=0, env={}, out_dir=Path("/x"))
