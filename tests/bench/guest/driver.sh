@@ -180,7 +180,9 @@ run_phase() { # TAG CORES ITER SCHED PHASE
     # The kernel may have ejected the scheduler mid-phase (watchdog stall, error exit): the
     # numbers were then partly measured under EEVDF, so the phase counts as failed (rc 200).
     if [ -n "$SCHED_PID" ] && [ "$(sx_state)" != enabled ]; then
-        event ejected "$1: during $5: $(grep -m1 -i -E 'error|EXIT' $R/raw/$1.sched.log)"
+        sleep 1  # the scheduler prints the kernel's exit reason as it goes
+        why=$(grep -m1 'error:' $R/raw/$1.sched.log || grep -m1 -i exit $R/raw/$1.sched.log)
+        event ejected "$1: during $5: $why"
         rc=200
     fi
     unload
