@@ -186,7 +186,7 @@ def _power(result, cells) -> list[str]:
         rss_mib = (c.rss_kb or 0) / 1024
         ok = c.cpu_pct < COST_CPU_PCT_MAX and rss_mib < COST_RSS_MIB_MAX
         out.append(f"{'cost within target' if ok else 'cost target MISSED'}: {c.scheduler} "
-                   f"{c.phase} at {c.cores} cores: CPU {c.cpu_pct:.2f} % of one CPU (target "
+                   f"{c.phase} at {c.cores} cores: CPU {c.cpu_pct:.3f} % of one CPU (target "
                    f"< {COST_CPU_PCT_MAX} %), VmRSS {rss_mib:.1f} MiB (target < "
                    f"{COST_RSS_MIB_MAX:.0f} MiB) [VM: TCG inflates CPU time]")
     rapl = [r for r in result.records if r.phase == "rapl"]

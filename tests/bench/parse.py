@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 USER_HZ = 100  # /proc/PID/stat ticks; fixed at 100 on x86 Linux whatever CONFIG_HZ is
+MIN_COST_WINDOW_S = 2.0
 RC_EJECTED = 200  # driver.sh: the scheduler was no longer attached when the phase ended
 
 
@@ -190,7 +191,8 @@ def _cost(t0: str, t1: str, ticks0: str, ticks1: str, rss: str, hwm: str, rec: R
     if "-" in (ticks0, ticks1):
         return
     dt = (int(t1) - int(t0)) / 100.0
-    if dt > 0:
+    # One tick is 10 ms: below a 2 s window a single tick reads as >= 0.5 % of a CPU.
+    if dt >= MIN_COST_WINDOW_S:
         rec.sched_cpu_pct = 100.0 * (int(ticks1) - int(ticks0)) / USER_HZ / dt
     rec.sched_rss_kb = None if rss == "-" else int(rss)
     rec.sched_hwm_kb = None if hwm == "-" else int(hwm)

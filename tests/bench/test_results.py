@@ -20,7 +20,7 @@ COST = "- - -"
 
 def _results(tmp_path: Path, steps: list[tuple], outputs: dict[str, str]) -> Path:
     """A fake /results: steps as (cores, iter, sched, phase, rc, t0_cs, t1_cs, cost0, cost1)."""
-    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw").mkdir(parents=True)
     (tmp_path / "steps.tsv").write_text(
         "".join(" ".join(map(str, s)) + "\n" for s in steps))
     for name, fixture in outputs.items():
@@ -50,6 +50,9 @@ def test_parse_each_tool_output(tmp_path):
     # 2 ticks over 6 s of guest time = 0.33 % of one CPU
     assert by["latency"].sched_cpu_pct == pytest.approx(100 * 2 / 100 / 6.0)
     assert by["latency"].sched_rss_kb == 8100 and by["latency"].sched_hwm_kb == 9100
+    short = _results(tmp_path / "short", [(2, 1, "pandemonium", "idle", 0, 0, 150, "1 1 1", "2 1 1")],
+                     {})
+    assert parse_results(short)[0][0].sched_cpu_pct is None  # 1.5 s: one tick would read 0.67 %
     assert by["deadline"].value == pytest.approx(0.8)
     assert by["deadline"].extra["wake_miss_pct"] == pytest.approx(6.0)
     assert by["throughput"].value == pytest.approx(20.5)
