@@ -216,9 +216,15 @@ def cmd_test(args: argparse.Namespace) -> int:
     return 0 if failed == 0 and passed > 0 else 1
 
 
+def add_bench_parsers(sub: argparse._SubParsersAction) -> None:
+    from tests.bench.commands import add_all
+
+    add_all(sub)
+
+
 COMMANDS = [add_build_parser, add_run_parser, add_test_parser, add_vm_parser,
             add_install_parser, add_uninstall_parser, add_status_parser, add_clean_parser,
-            add_rebuild_parser]
+            add_rebuild_parser, add_bench_parsers]
 
 
 def build_parser() -> argparse.ArgumentParser:

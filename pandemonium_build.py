@@ -28,6 +28,13 @@ VM_PACKAGES = {
     # The unit test runs systemd-analyze verify on systemd/pandemonium.service.
     "systemd": ("cmd", "systemd-analyze"),
 }
+# The benchmarks put these host tools into the guest (tests/bench/driver.py TOOLS).
+BENCH_PACKAGES = {
+    "stress-ng": ("cmd", "stress-ng"),
+    "linux-perf": ("cmd", "perf"),
+    "rt-tests": ("cmd", "cyclictest"),
+    "gcc": ("cmd", "cc"),
+}
 MIN_CLANG = 18
 
 
@@ -55,10 +62,12 @@ def _usable_clang() -> str | None:
     return None
 
 
-def missing_packages(vm: bool) -> list[str]:
+def missing_packages(vm: bool, bench: bool = False) -> list[str]:
     wanted = dict(BUILD_PACKAGES)
     if vm:
         wanted.update(VM_PACKAGES)
+    if bench:
+        wanted.update(BENCH_PACKAGES)
     clang = _usable_clang()
     missing = [pkg for pkg, (kind, what) in wanted.items() if not _present(kind, what)]
     if clang and clang != "clang-19":
@@ -66,9 +75,9 @@ def missing_packages(vm: bool) -> list[str]:
     return missing
 
 
-def ensure_packages(vm: bool) -> None:
+def ensure_packages(vm: bool, bench: bool = False) -> None:
     """Installs missing Debian packages as root; otherwise names them and stops."""
-    missing = missing_packages(vm)
+    missing = missing_packages(vm, bench)
     if not missing:
         return
     if os.geteuid() != 0:
@@ -126,3 +135,4 @@ def test_executable(name: str) -> Path:
                 and msg.get("target", {}).get("name") == name:
             return Path(msg["executable"])
     raise PandemoniumError(f"cargo did not report an executable for test {name!r}")
+

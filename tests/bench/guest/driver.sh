@@ -1,0 +1,229 @@
+#!/bin/sh
+# Guest side of the benchmarks (busybox sh). Runs a plan the host computed and records raw tool
+# output; all parsing and arithmetic on results happens on the host (tests/bench/parse.py), so
+# this script stays a dumb, robust executor.
+#
+# Environment (set by tests/bench/driver.py):
+#   BENCH_RUNS      "CORES:ITER:SCHED ..." in order; the CPU count changes only between runs,
+#                   i.e. while no sched_ext scheduler is attached
+#   BENCH_PHASES    phase names, each a phase_<name> function below
+#   BENCH_D         seconds per timed phase
+#   BENCH_OPS       bogo-ops per worker of the fixed throughput job (stress-ng int64)
+#   BENCH_PIPE_N, BENCH_LAUNCH_N   samples of the ipc / launch phases
+#   BENCH_MSG_LOOPS loops of perf bench sched messaging (-g 4)
+#   BENCH_EXTERNAL  command line of the external scheduler (SCHED "external")
+#   BENCH_SCHED_ARGS  extra scx_pandemonium arguments (bench-sys: -v)
+#   BENCH_ATTACH_S, BENCH_STOP_S   attach / detach timeouts
+# Writes /results: steps.tsv (one line per phase), events.log, raw/* (tool output), env.txt.
+# Console lines "BENCH-STEP k total ..." let the host print progress.
+
+R=/results
+mkdir -p $R/raw
+STEPS=$R/steps.tsv
+EVENTS=$R/events.log
+: > $STEPS
+: > $EVENTS
+SCHED_PID=""
+LOADS=""
+ABORT=""
+
+now_cs() { read -r up _ < /proc/uptime; echo "${up%.*}${up#*.}"; }
+event() { echo "$*" >> $EVENTS; echo "BENCH-EVENT $*"; }
+ncpu() { grep -c '^processor' /proc/cpuinfo; }
+sx_state() { cat /sys/kernel/sched_ext/state 2>/dev/null || echo none; }
+
+# CPU time (utime+stime, USER_HZ ticks) and VmRSS/VmHWM (kB) of the scheduler process; "- - -"
+# without one. /proc/PID/stat of the leader sums all its threads.
+sched_cost() {
+    if [ -z "$SCHED_PID" ] || [ ! -r /proc/$SCHED_PID/stat ]; then echo "- - -"; return; fi
+    ticks=$(sed 's/.*) //' /proc/$SCHED_PID/stat | awk '{print $12 + $13}')
+    rss=$(awk '/^VmRSS:/ {print $2}' /proc/$SCHED_PID/status)
+    hwm=$(awk '/^VmHWM:/ {print $2}' /proc/$SCHED_PID/status)
+    echo "${ticks:--} ${rss:--} ${hwm:--}"
+}
+
+set_cores() {
+    for d in /sys/devices/system/cpu/cpu[0-9]*; do
+        i=${d##*cpu}
+        [ -w $d/online ] || continue
+        want=0; [ "$i" -lt "$1" ] && want=1
+        [ "$(cat $d/online)" = "$want" ] || echo $want > $d/online \
+            || event hotplug-failed "cpu$i -> $want"
+    done
+    [ "$(ncpu)" = "$1" ] || event hotplug-failed "wanted $1 CPUs online, have $(ncpu)"
+}
+
+sched_cmd() {
+    case $1 in
+        pandemonium) echo "scx_pandemonium $BENCH_SCHED_ARGS" ;;
+        pandemonium-bpf) echo "scx_pandemonium --no-adaptive $BENCH_SCHED_ARGS" ;;
+        external) echo "$BENCH_EXTERNAL" ;;
+    esac
+}
+
+# attach TAG SCHED: start the scheduler and wait until sched_ext reports it enabled.
+attach() {
+    SCHED_PID=""
+    [ "$2" = eevdf ] && return 0
+    # shellcheck disable=SC2046  # the command line is split on purpose
+    $(sched_cmd "$2") > $R/raw/$1.sched.log 2>&1 &
+    SCHED_PID=$!
+    t=0
+    while [ "$(sx_state)" != enabled ]; do
+        if [ ! -d /proc/$SCHED_PID ] || [ "$(awk '{print $3}' /proc/$SCHED_PID/stat)" = Z ]; then
+            event attach-failed "$1 exited before sched_ext was enabled"
+            wait $SCHED_PID; SCHED_PID=""; return 1
+        fi
+        [ $t -ge "$BENCH_ATTACH_S" ] && { event attach-failed "$1 not enabled after ${t}s"; return 1; }
+        sleep 1; t=$((t + 1))
+    done
+    echo "BENCH-ATTACHED $1 ${t}s $(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)"
+    echo "$1 attach_s $t" >> $R/attach.tsv
+}
+
+# detach TAG: SIGTERM, then wait for the process to exit and sched_ext to be disabled. A timeout
+# is a failure the host reports; the run stops there because the guest may be wedged.
+detach() {
+    [ -z "$SCHED_PID" ] && return 0
+    kill -TERM $SCHED_PID 2>/dev/null
+    t=0
+    while [ "$(awk '{print $3}' /proc/$SCHED_PID/stat 2>/dev/null || echo Z)" != Z ] \
+          || [ "$(sx_state)" != disabled ]; do
+        if [ $t -ge "$BENCH_STOP_S" ]; then
+            event stop-timeout "$1: still running ${t}s after SIGTERM, state $(sx_state)"
+            cat /proc/$SCHED_PID/stack > $R/raw/$1.stack 2>&1
+            ABORT=1; SCHED_PID=""; return 1
+        fi
+        sleep 1; t=$((t + 1))
+    done
+    wait $SCHED_PID; rc=$?
+    [ $rc -eq 0 ] || event stop-status "$1 exited with status $rc"
+    SCHED_PID=""
+}
+
+# -- load generators -------------------------------------------------------------------------
+load() { scx_pandemonium stress --duration-s 0 "$@" >> "$OUT.load" 2>&1 & LOADS="$LOADS $!"; }
+storm() {
+    n=$1
+    while [ "$n" -gt 0 ]; do
+        (while :; do /bin/busybox true; done) &
+        LOADS="$LOADS $!"; n=$((n - 1))
+    done
+}
+unload() {
+    for lp in $LOADS; do kill -TERM "$lp" 2>/dev/null; done
+    for lp in $LOADS; do wait "$lp" 2>/dev/null; done
+    LOADS=""
+}
+probe() { timeout -s TERM $((BENCH_D + 120)) scx_pandemonium probe --duration-s "$BENCH_D" --name bench-probe "$@"; }
+settle() { sleep 1; }  # let the load spread over the CPUs before measuring
+
+# -- phases: each writes its main output to stdout (saved as raw/TAG.PHASE.out) ---------------
+N=1
+phase_throughput() { stress-ng --cpu 8 --cpu-method int64 --cpu-ops "$BENCH_OPS" --metrics-brief 2>&1; }
+phase_latency() { load --workers $((2 * N)); settle; probe; }
+phase_burst() { load --workers $((2 * N)); storm "$N"; settle; probe; }
+phase_longrun() { load --workers $((2 * N)) --long-runner; settle; probe; }
+phase_mixed() {
+    load --workers "$N" --long-runner --name batch
+    load --workers "$N" --run-us 2000 --sleep-us 8000 --name interactive
+    settle; probe --work-us 500
+}
+phase_deadline() { load --workers $((2 * N)); settle; probe --frames; }
+phase_ipc() { benchlat pipe "$BENCH_PIPE_N"; }
+phase_launch() { load --workers $((2 * N)); settle; benchlat launch "$BENCH_LAUNCH_N" /bin/true; }
+phase_messaging() { perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1; }
+phase_cyclictest() {
+    load --workers $((2 * N)); settle
+    # Only non-empty histogram rows: the full 20000-row table would flood the console dump.
+    cyclictest --policy=other -q -m -t "$N" -i 1000 -D "$BENCH_D" -h 20000 2>&1 \
+        | awk '/^#/ { print; next } { s = 0; for (i = 2; i <= NF; i++) s += $i; if (s > 0) print }'
+}
+# Idle and load windows for the scheduler's own cost (bench-power).
+phase_idle() { sleep "$BENCH_D"; echo idle; }
+phase_busy() { load --workers $((2 * N)); sleep "$BENCH_D"; echo busy; }
+phase_rapl() { perf stat -a -e power/energy-pkg/ sleep "$BENCH_D" 2>&1; }
+phase_oversub() { load --workers $((4 * N)); settle; probe; }
+phase_recovery() { load --workers $((2 * N)); storm "$N"; sleep "$BENCH_D"; unload; load --workers $((2 * N)); settle; probe; }
+phase_pinned() { scx_pandemonium stress --workers $((2 * N)) --pin --long-runner --duration-s "$BENCH_D"; }
+phase_forkthread() {
+    perf stat -e task-clock,context-switches,cpu-migrations,cycles,instructions,cache-misses \
+        perf bench sched messaging -t -g 4 -l "$BENCH_MSG_LOOPS" 2>&1
+}
+phase_telemetry() { load --workers $((2 * N)); sleep "$BENCH_D"; echo telemetry; }
+phase_bpfstats() {
+    T=/sys/kernel/tracing
+    echo 1 > /proc/sys/kernel/bpf_stats_enabled
+    echo > $T/trace
+    for e in sched_ext sched/sched_switch sched/sched_wakeup; do
+        [ -e $T/events/$e/enable ] && echo 1 > $T/events/$e/enable
+    done
+    perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1
+    for e in sched_ext sched/sched_switch sched/sched_wakeup; do
+        [ -e $T/events/$e/enable ] && echo 0 > $T/events/$e/enable
+    done
+    # run_cnt / run_time_ns of the scheduler's BPF programs (struct_ops callbacks included).
+    for f in /proc/${SCHED_PID:-none}/fdinfo/*; do
+        grep -q '^prog_type' "$f" 2>/dev/null || continue
+        echo "bpfprog $(grep -E '^(prog_type|prog_id|run_time_ns|run_cnt):' "$f" | tr '\n' ' ')"
+    done
+    # Event counts (the ring buffer keeps the most recent events only; the counts say which).
+    grep -v '^#' $T/trace | awk '{print "trace " $5}' | sort | uniq -c
+    echo 0 > /proc/sys/kernel/bpf_stats_enabled
+}
+
+run_phase() { # TAG CORES ITER SCHED PHASE
+    OUT=$R/raw/$1.$5
+    c0=$(sched_cost); t0=$(now_cs)
+    "phase_$5" > "$OUT.out" 2>&1; rc=$?
+    t1=$(now_cs); c1=$(sched_cost)
+    # The kernel may have ejected the scheduler mid-phase (watchdog stall, error exit): the
+    # numbers were then partly measured under EEVDF, so the phase counts as failed (rc 200).
+    if [ -n "$SCHED_PID" ] && [ "$(sx_state)" != enabled ]; then
+        sleep 1  # the scheduler prints the kernel's exit reason as it goes
+        why=$(grep -m1 'error:' $R/raw/$1.sched.log || grep -m1 -i exit $R/raw/$1.sched.log)
+        event ejected "$1: during $5: $why"
+        rc=200
+    fi
+    unload
+    echo "$2 $3 $4 $5 $rc $t0 $t1 $c0 $c1" >> $STEPS
+}
+
+{
+    echo "kernel $(uname -r)"
+    echo "cpus_present $(ncpu)"
+    echo "scheduler $(scx_pandemonium --version 2>&1 | head -1)"
+    echo "stress-ng $(stress-ng --version 2>&1 | head -1)"
+    echo "perf $(perf --version 2>&1 | head -1)"
+    echo "cyclictest $(cyclictest --help 2>&1 | head -1)"
+    echo "external ${BENCH_EXTERNAL:--}"
+} > $R/env.txt
+
+total=0
+for run in $BENCH_RUNS; do for ph in $BENCH_PHASES; do total=$((total + 1)); done; done
+echo "BENCH-START $total"
+k=0
+cur=""
+for run in $BENCH_RUNS; do
+    cores=${run%%:*}; rest=${run#*:}; iter=${rest%%:*}; sched=${rest#*:}
+    tag="c$cores-i$iter-$sched"
+    if [ -n "$ABORT" ]; then event skipped "$tag: an earlier scheduler did not stop"; continue; fi
+    [ "$cores" = "$cur" ] || { set_cores "$cores"; cur=$cores; N=$(ncpu); }
+    if ! attach "$tag" "$sched"; then
+        detach "$tag"
+        for ph in $BENCH_PHASES; do k=$((k + 1)); echo "BENCH-STEP $k $total $cores $iter $sched $ph failed"; done
+        continue
+    fi
+    for ph in $BENCH_PHASES; do
+        k=$((k + 1))
+        if [ -n "$SCHED_PID" ] && [ "$(sx_state)" != enabled ]; then
+            event detached "$tag: sched_ext state $(sx_state) before phase $ph"
+        fi
+        run_phase "$tag" "$cores" "$iter" "$sched" "$ph"
+        echo "BENCH-STEP $k $total $cores $iter $sched $ph $rc"
+    done
+    detach "$tag"
+done
+dmesg | grep -i -E 'sched_ext|scx|rcu.*stall|hung' | tail -50 > $R/dmesg.txt
+echo "BENCH-DONE"
+[ -z "$ABORT" ]

@@ -1,0 +1,244 @@
+"""Turn what the guest driver wrote to /results into records: one per (cores, iteration,
+scheduler, phase), with the phase's headline value (lower is better) and the scheduler's own cost.
+
+Every tool's output format is handled here, on the host, so pytest can check it on fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+USER_HZ = 100  # /proc/PID/stat ticks; fixed at 100 on x86 Linux whatever CONFIG_HZ is
+MIN_COST_WINDOW_S = 2.0
+RC_EJECTED = 200  # driver.sh: the scheduler was no longer attached when the phase ended
+
+
+@dataclass
+class Record:
+    cores: int
+    iteration: int
+    scheduler: str
+    phase: str
+    rc: int
+    wall_s: float
+    value: float | None = None  # the phase's headline metric in Phase.unit
+    p50: float | None = None
+    max: float | None = None
+    extra: dict = field(default_factory=dict)
+    sched_cpu_pct: float | None = None  # scheduler process CPU, % of one CPU over the phase
+    sched_rss_kb: int | None = None
+    sched_hwm_kb: int | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _last_json(text: str, tool: str) -> dict | None:
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{") and f'"tool":"{tool}"' in line.replace(" ", ""):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def _probe(text: str, rec: Record) -> None:
+    d = _last_json(text, "probe")
+    if d is None:
+        raise ValueError("no probe JSON in the output")
+    rec.p50, rec.max = d["p50_ns"] / 1e3, d["max_ns"] / 1e3
+    rec.value = d["p99_ns"] / 1e3
+    rec.extra = {"p999_us": d["p999_ns"] / 1e3, "count": d["count"],
+                 "missed_periods": d.get("missed_periods")}
+
+
+def _deadline(text: str, rec: Record) -> None:
+    _probe(text, rec)
+    d = _last_json(text, "probe")
+    rec.extra.update(p99_us=rec.value, wake_miss_pct=100.0 * d["wake_miss_ratio"],
+                     deadline_misses=d["deadline_misses"])
+    rec.value = 100.0 * d["deadline_miss_ratio"]
+
+
+def _benchlat(text: str, rec: Record) -> None:
+    d = _last_json(text, "benchlat")
+    if d is None:
+        raise ValueError("no benchlat JSON in the output")
+    rec.value, rec.p50, rec.max = d["p99_ns"] / 1e3, d["p50_ns"] / 1e3, d["max_ns"] / 1e3
+    rec.extra = {"count": d["count"], "mean_us": d["mean_ns"] / 1e3}
+
+
+_PERF_TOTAL = re.compile(r"Total time:\s*([0-9.]+)\s*\[sec\]")
+
+
+def _messaging(text: str, rec: Record) -> None:
+    m = _PERF_TOTAL.search(text)
+    if not m:
+        raise ValueError("no 'Total time' line from perf bench")
+    rec.value = float(m.group(1))
+    rec.extra = perf_stat_counters(text)
+
+
+def _throughput(text: str, rec: Record) -> None:
+    if "successful run completed" not in text and "passed:" not in text:
+        raise ValueError("stress-ng did not report a completed run")
+    rec.value = rec.wall_s
+
+
+def cyclictest_p99(text: str) -> tuple[float, float | None]:
+    """(P99 over all threads, max) in us from `cyclictest -h` rows 'latency count count ...'.
+    Overflows (beyond the histogram) count as above every bucket."""
+    counts: dict[int, int] = {}
+    overflow = 0
+    max_us = None
+    for line in text.splitlines():
+        if line.startswith("# Histogram Overflows:"):
+            overflow += sum(int(x) for x in line.split(":", 1)[1].split())
+        elif line.startswith("# Max Latencies:"):
+            vals = [int(x) for x in line.split(":", 1)[1].split()]
+            max_us = float(max(vals)) if vals else None
+        elif re.match(r"^\d+(\s+\d+)+\s*$", line):
+            lat, *per_thread = (int(x) for x in line.split())
+            counts[lat] = counts.get(lat, 0) + sum(per_thread)
+    total = sum(counts.values()) + overflow
+    if total == 0:
+        raise ValueError("no cyclictest histogram rows")
+    need = 0.99 * total
+    seen = 0
+    for lat in sorted(counts):
+        seen += counts[lat]
+        if seen >= need:
+            return float(lat), max_us
+    return float(max_us if max_us is not None else max(counts)), max_us
+
+
+def _cyclictest(text: str, rec: Record) -> None:
+    rec.value, rec.max = cyclictest_p99(text)
+
+
+def _stress_gap(text: str, rec: Record) -> None:
+    d = _last_json(text, "stress")
+    if d is None:
+        raise ValueError("no stress JSON in the output")
+    rec.value = d["worst_gap_ns"] / 1e3
+    rec.extra = {"workers": d["workers"], "min_iterations": d["min_iterations"],
+                 "stranded": sum(1 for w in d["per_worker"] if w["iterations"] == 0)}
+
+
+def perf_stat_counters(text: str) -> dict[str, float | str]:
+    """`perf stat` rows: counter -> value, or '<not supported>' / '<not counted>'."""
+    out: dict[str, float | str] = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s*(<not supported>|<not counted>|[0-9][0-9,.]*)\s+(?:\S+\s+)?"
+                     r"([a-zA-Z][\w/=-]*/?|[a-z-]+)\s*(?:#.*)?$", line)
+        if not m or m.group(2) in ("seconds", "user", "sys"):
+            continue
+        raw, name = m.groups()
+        out[name.strip("/")] = raw if raw.startswith("<") else float(raw.replace(",", ""))
+    return out
+
+
+def _rapl(text: str, rec: Record) -> None:
+    counters = perf_stat_counters(text)
+    energy = next((v for k, v in counters.items() if "energy-pkg" in k), None)
+    if isinstance(energy, float):
+        rec.value = energy
+    else:
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        # perf names the problem in its first lines ("event syntax error", "Cannot find PMU").
+        why = energy or (" ".join(lines[:2]) if lines else "no output")
+        rec.extra = {"rapl_unavailable": str(why)[:200]}
+        rec.error = None  # no RAPL counter is a finding of this phase (perf exits 129), not a failure
+
+
+def _bpfstats(text: str, rec: Record) -> None:
+    """perf messaging time, plus the BPF program stats and trace event counts phase_bpfstats
+    appends ('bpfprog prog_type: N prog_id: N run_time_ns: N run_cnt: N', 'COUNT trace EVENT:')."""
+    _messaging(text, rec)
+    progs = []
+    for line in text.splitlines():
+        if line.startswith("bpfprog "):
+            kv = dict(re.findall(r"(\w+):\s*(\d+)", line))
+            progs.append({k: int(v) for k, v in kv.items()})
+    events = {m.group(2).rstrip(":"): int(m.group(1))
+              for m in re.finditer(r"^\s*(\d+) trace (\S+)", text, re.M)}
+    runs = sum(p.get("run_cnt", 0) for p in progs)
+    ns = sum(p.get("run_time_ns", 0) for p in progs)
+    rec.extra = {"bpf_progs": len(progs), "bpf_run_cnt": runs, "bpf_run_time_ns": ns,
+                 "bpf_ns_per_run": ns / runs if runs else None, "trace_events": events}
+
+
+def _telemetry(text: str, rec: Record) -> None:
+    rec.value = None
+
+
+PARSERS = {
+    "throughput": _throughput, "latency": _probe, "burst": _probe, "longrun": _probe,
+    "mixed": _probe, "deadline": _deadline, "ipc": _benchlat, "launch": _benchlat,
+    "messaging": _messaging, "cyclictest": _cyclictest, "oversub": _probe, "recovery": _probe,
+    "pinned": _stress_gap, "forkthread": _messaging, "bpfstats": _bpfstats, "rapl": _rapl,
+    "idle": _telemetry, "busy": _telemetry, "telemetry": _telemetry,
+}
+
+
+def _cost(t0: str, t1: str, ticks0: str, ticks1: str, rss: str, hwm: str, rec: Record) -> None:
+    if "-" in (ticks0, ticks1):
+        return
+    dt = (int(t1) - int(t0)) / 100.0
+    # One tick is 10 ms: below a 2 s window a single tick reads as >= 0.5 % of a CPU.
+    if dt >= MIN_COST_WINDOW_S:
+        rec.sched_cpu_pct = 100.0 * (int(ticks1) - int(ticks0)) / USER_HZ / dt
+    rec.sched_rss_kb = None if rss == "-" else int(rss)
+    rec.sched_hwm_kb = None if hwm == "-" else int(hwm)
+
+
+def parse_step(line: str, raw_dir: Path) -> Record:
+    """One steps.tsv line: cores iter sched phase rc t0 t1 ticks0 rss0 hwm0 ticks1 rss1 hwm1
+    (times in centiseconds of guest uptime)."""
+    f = line.split()
+    if len(f) != 13:
+        raise ValueError(f"malformed steps.tsv line: {line!r}")
+    cores, it, sched, phase, rc, t0, t1 = f[:7]
+    rec = Record(int(cores), int(it), sched, phase, int(rc), (int(t1) - int(t0)) / 100.0)
+    _cost(t0, t1, f[7], f[10], f[11], f[12], rec)
+    out = raw_dir / f"c{cores}-i{it}-{sched}.{phase}.out"
+    text = out.read_text(errors="replace") if out.is_file() else ""
+    if rec.rc == RC_EJECTED:
+        rec.error = "the kernel ejected the scheduler during this phase (see the events)"
+    elif rec.rc != 0:
+        tail = text.strip().splitlines()[-1:] or ["no output"]
+        rec.error = f"exit status {rec.rc}: {tail[0][:200]}"
+    if phase not in PARSERS:
+        rec.error = rec.error or f"unknown phase {phase!r}"
+        return rec
+    try:
+        PARSERS[phase](text, rec)
+    except (ValueError, KeyError, TypeError) as exc:
+        rec.error = rec.error or f"{phase}: {exc}"
+    if rec.error:
+        rec.value = None
+    return rec
+
+
+def parse_results(results: Path) -> tuple[list[Record], list[str], dict[str, str]]:
+    """(records, events, guest environment) from a copied /results directory."""
+    steps = results / "steps.tsv"
+    if not steps.is_file():
+        raise FileNotFoundError(f"{steps} missing: the guest driver did not run")
+    records = [parse_step(line, results / "raw") for line in steps.read_text().splitlines()
+               if line.strip()]
+    events_file = results / "events.log"
+    events = events_file.read_text().splitlines() if events_file.is_file() else []
+    env = {}
+    env_file = results / "env.txt"
+    if env_file.is_file():
+        for line in env_file.read_text().splitlines():
+            key, _, value = line.partition(" ")
+            env[key] = value
+    return records, events, env

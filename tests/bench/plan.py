@@ -1,0 +1,161 @@
+"""What a benchmark run does, decided on the host: phases, schedulers, run order, time estimate.
+
+Pure functions (no VM, no I/O) so that pytest covers them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+EEVDF = "eevdf"
+PANDEMONIUM = "pandemonium"
+PANDEMONIUM_BPF = "pandemonium-bpf"
+EXTERNAL = "external"
+SCHEDULERS = (EEVDF, PANDEMONIUM, PANDEMONIUM_BPF, EXTERNAL)
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    metric: str  # what the table shows; lower is better for every phase
+    unit: str
+    est_s: float  # expected guest seconds beyond BENCH_D (for the ETA), scaled by timed
+    timed: bool = True  # runs for BENCH_D seconds
+    target: float | None = None  # issue #7: max ratio to EEVDF for pandemonium
+    target_note: str = ""
+
+
+# Issue #7's phases. "est_s" is a rough guest cost besides the timed window: load start-up,
+# the fixed-size jobs. The ETA corrects itself from the measured pace as steps complete.
+PHASES: dict[str, Phase] = {p.name: p for p in [
+    Phase("throughput", "stress-ng wall time", "s", 20.0, timed=False, target=1.03),
+    Phase("latency", "probe P99", "us", 2.0, target=0.2),
+    Phase("burst", "probe P99", "us", 2.0, target=0.5),
+    Phase("longrun", "probe P99", "us", 2.0, target=0.5),
+    Phase("mixed", "probe P99", "us", 2.0, target=0.5),
+    Phase("deadline", "deadline miss ratio", "%", 2.0, target=0.25,
+          target_note="and <= 1 %"),
+    Phase("ipc", "pipe round-trip P99", "us", 4.0, timed=False, target=1.5),
+    Phase("launch", "fork+exec to exit P99", "us", 15.0, timed=False, target=1.0),
+    Phase("messaging", "perf messaging wall time", "s", 10.0, timed=False, target=1.03),
+    Phase("cyclictest", "cyclictest P99", "us", 2.0),
+    # Building blocks of the other bench commands.
+    Phase("idle", "scheduler CPU", "%", 0.0),
+    Phase("busy", "scheduler CPU", "%", 1.0),
+    Phase("rapl", "package energy", "J", 1.0),
+    Phase("oversub", "probe P99", "us", 2.0),
+    Phase("recovery", "probe P99", "us", 3.0),
+    Phase("pinned", "worst worker gap", "us", 1.0),
+    Phase("forkthread", "perf messaging -t wall time", "s", 5.0, timed=False),
+    Phase("telemetry", "telemetry lines", "lines", 1.0),
+    Phase("bpfstats", "perf messaging wall time", "s", 5.0, timed=False),
+]}
+ATTACH_EST_S = 10.0  # BPF load + attach in the guest: 1 s under tcg-multi, more under load
+SCALE_PHASES = ["throughput", "latency", "burst", "longrun", "mixed", "deadline", "ipc", "launch",
+                "messaging", "cyclictest"]
+
+
+@dataclass
+class Sizes:
+    """Per-phase sizes handed to the guest. The throughput job is fixed work (8 stress-ng int64
+    workers x `ops` bogo-ops each), sized to take roughly 15-20 s under EEVDF in the 4-vCPU TCG
+    guest; the others are sample counts chosen so one scheduler run stays near a minute."""
+    phase_s: int = 4
+    ops: int = 2400
+    pipe_count: int = 3000  # pipe round trips
+    launch_count: int = 60  # fork+exec+reap of /bin/true under load (~0.1-0.5 s each in TCG)
+    msg_loops: int = 50  # perf bench sched messaging -g 4 -l N
+    attach_timeout_s: int = 240
+    stop_timeout_s: int = 60
+
+    @classmethod
+    def quick(cls) -> Sizes:
+        return cls(phase_s=2, ops=80, pipe_count=1000, launch_count=20, msg_loops=20)
+
+    def guest_env(self) -> dict[str, str]:
+        return {"BENCH_D": str(self.phase_s), "BENCH_OPS": str(self.ops),
+                "BENCH_PIPE_N": str(self.pipe_count), "BENCH_LAUNCH_N": str(self.launch_count),
+                "BENCH_MSG_LOOPS": str(self.msg_loops),
+                "BENCH_ATTACH_S": str(self.attach_timeout_s),
+                "BENCH_STOP_S": str(self.stop_timeout_s)}
+
+
+@dataclass(frozen=True)
+class Run:
+    cores: int
+    iteration: int
+    scheduler: str
+
+    def token(self) -> str:
+        return f"{self.cores}:{self.iteration}:{self.scheduler}"
+
+
+@dataclass
+class Plan:
+    phases: list[str]
+    schedulers: list[str]  # without eevdf; eevdf brackets are added when bracket is set
+    cores: list[int]
+    iterations: int
+    bracket: bool = True
+    sizes: Sizes = field(default_factory=Sizes)
+    external: list[str] = field(default_factory=list)  # host PATH + ARGS for EXTERNAL
+    sched_args: list[str] = field(default_factory=list)  # extra scx_pandemonium arguments
+
+    def runs(self) -> list[Run]:
+        """Largest core count first, so the first sweep needs no hotplug at all and later ones
+        only take CPUs offline. Per core count: EEVDF, then each iteration's schedulers followed
+        by EEVDF again, so every scheduler run sits between two EEVDF runs of the same boot."""
+        out = []
+        for cores in sorted(set(self.cores), reverse=True):
+            if self.bracket:
+                out.append(Run(cores, 0, EEVDF))
+            for it in range(1, self.iterations + 1):
+                out += [Run(cores, it, s) for s in self.schedulers]
+                if self.bracket:
+                    out.append(Run(cores, it, EEVDF))
+        return out
+
+    def estimate_s(self, attach_s: float = ATTACH_EST_S) -> float:
+        """Rough guest seconds for the whole plan (for the VM timeout and the first ETA)."""
+        per_run = sum(self.step_weight(p) for p in self.phases)
+        runs = self.runs()
+        attaches = sum(1 for r in runs if r.scheduler != EEVDF)
+        return len(runs) * per_run + attaches * attach_s
+
+    def step_weight(self, phase: str) -> float:
+        p = PHASES[phase]
+        base = p.est_s * (self.sizes.ops / Sizes().ops if phase == "throughput" else 1.0)
+        return base + (self.sizes.phase_s if p.timed else 0.0)
+
+
+def parse_cores(spec: str, max_cpus: int | None = None) -> list[int]:
+    """'2,4' -> [2, 4]. Raises ValueError with a user-facing message."""
+    try:
+        cores = sorted({int(c) for c in spec.split(",") if c.strip()})
+    except ValueError:
+        raise ValueError(f"--cores {spec!r}: expected numbers like 2,4") from None
+    if not cores or cores[0] < 1:
+        raise ValueError(f"--cores {spec!r}: core counts must be at least 1")
+    if max_cpus is not None and cores[-1] > max_cpus:
+        raise ValueError(f"--cores {spec!r}: at most {max_cpus} vCPUs are supported")
+    return cores
+
+
+def accel_for(vcpus: int, host_cores: int) -> str:
+    """Multi-threaded TCG only when every vCPU can have its own host core; otherwise its threads
+    would time-share the host anyway and tcg-single is the mode that never oopsed."""
+    return "tcg-multi" if vcpus <= host_cores else "tcg-single"
+
+
+def eta_s(done_weights: float, total_weights: float, elapsed_s: float) -> float | None:
+    """Remaining seconds at the pace so far; None before anything finished."""
+    if done_weights <= 0 or elapsed_s <= 0:
+        return None
+    return max(0.0, elapsed_s * (total_weights - done_weights) / done_weights)
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(round(seconds))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"

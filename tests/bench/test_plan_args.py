@@ -1,0 +1,125 @@
+"""Host tests of the benchmark plan and argument handling (no VM)."""
+
+from __future__ import annotations
+
+import pytest
+
+import pandemonium
+from pandemonium_common import PandemoniumError
+from tests.bench import commands
+from tests.bench import plan as P
+
+
+def _args(*argv: str):
+    return pandemonium.build_parser().parse_args(list(argv))
+
+
+def test_runs_bracket_every_iteration_with_eevdf_largest_core_count_first():
+    plan = P.Plan(phases=["latency"], schedulers=[P.PANDEMONIUM, P.PANDEMONIUM_BPF],
+                  cores=[2, 4], iterations=2)
+    tokens = [r.token() for r in plan.runs()]
+    assert tokens == [
+        "4:0:eevdf", "4:1:pandemonium", "4:1:pandemonium-bpf", "4:1:eevdf",
+        "4:2:pandemonium", "4:2:pandemonium-bpf", "4:2:eevdf",
+        "2:0:eevdf", "2:1:pandemonium", "2:1:pandemonium-bpf", "2:1:eevdf",
+        "2:2:pandemonium", "2:2:pandemonium-bpf", "2:2:eevdf"]
+
+
+def test_runs_without_bracket_have_no_eevdf():
+    plan = P.Plan(phases=["idle"], schedulers=[P.PANDEMONIUM], cores=[2], iterations=3,
+                  bracket=False)
+    assert [r.scheduler for r in plan.runs()] == [P.PANDEMONIUM] * 3
+
+
+def test_parse_cores_sorts_dedups_and_rejects_bad_input():
+    assert P.parse_cores("4,2,4") == [2, 4]
+    for bad in ("", "x", "0,2", "2,-1"):
+        with pytest.raises(ValueError):
+            P.parse_cores(bad)
+    with pytest.raises(ValueError, match="at most 4"):
+        P.parse_cores("2,8", max_cpus=4)
+
+
+def test_accel_multi_only_when_each_vcpu_has_a_host_core():
+    assert P.accel_for(2, 2) == "tcg-multi"
+    assert P.accel_for(4, 2) == "tcg-single"
+
+
+def test_eta_scales_remaining_weight_by_pace():
+    assert P.eta_s(0, 100, 10) is None
+    assert P.eta_s(25, 100, 50) == pytest.approx(150)
+    assert P.eta_s(100, 100, 50) == 0
+    assert P.fmt_duration(None) == "?"
+    assert P.fmt_duration(59.6) == "1m00s"
+    assert P.fmt_duration(42) == "42s"
+
+
+def test_estimate_counts_attaches_and_fixed_jobs():
+    plan = P.Plan(phases=["throughput", "latency"], schedulers=[P.PANDEMONIUM], cores=[2],
+                  iterations=1, sizes=P.Sizes(phase_s=5, ops=P.Sizes().ops // 2))
+    # 2 EEVDF runs + 1 pandemonium run, each throughput (20 s at half the ops) + latency (2 + 5)
+    assert plan.estimate_s(attach_s=30) == pytest.approx(3 * (10 + 7) + 30)
+
+
+def test_quick_uses_one_core_count_one_iteration_and_short_sizes():
+    args = _args("bench-scale", "--quick", "--cores", "2,4", "--iterations", "3")
+    plan = commands.plan_from_args(commands.BY_NAME["bench-scale"], args)
+    assert plan.cores == [2] and plan.iterations == 1
+    assert plan.sizes.phase_s == P.Sizes.quick().phase_s
+    assert plan.phases == P.SCALE_PHASES and plan.bracket
+
+
+def test_external_takes_path_and_args_and_pandemonium_only_drops_it():
+    args = _args("bench-scale", "--external", "/opt/scx_x", "--slice-us", "5000")
+    plan = commands.plan_from_args(commands.BY_NAME["bench-scale"], args)
+    assert plan.schedulers[-1] == P.EXTERNAL
+    assert plan.external == ["/opt/scx_x", "--slice-us", "5000"]
+    args = _args("bench-scale", "--pandemonium-only", "--external", "/opt/scx_x")
+    plan = commands.plan_from_args(commands.BY_NAME["bench-scale"], args)
+    assert P.EXTERNAL not in plan.schedulers and not plan.bracket
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--iterations", "0"], "--iterations"),
+    (["--cores", "two"], "expected numbers"),
+    (["--phase-seconds", "0"], "--phase-seconds"),
+    (["--external"], "needs a PATH"),
+])
+def test_bad_arguments_are_user_errors(argv, msg):
+    args = _args("bench-scale", *argv)
+    with pytest.raises(PandemoniumError, match=msg):
+        commands.plan_from_args(commands.BY_NAME["bench-scale"], args)
+
+
+def test_every_command_has_help_and_known_phases(capsys):
+    for spec in commands.COMMANDS:
+        assert all(p in P.PHASES for p in spec.phases), spec.name
+        with pytest.raises(SystemExit) as exc:
+            pandemonium.build_parser().parse_args([spec.name, "--help"])
+        assert exc.value.code == 0
+        assert "VM" in capsys.readouterr().out
+
+
+def test_every_phase_has_a_guest_function_and_a_parser():
+    from tests.bench.driver import GUEST_DIR
+    from tests.bench.parse import PARSERS
+
+    script = (GUEST_DIR / "driver.sh").read_text()
+    for name in P.PHASES:
+        assert f"phase_{name}()" in script, name
+        assert name in PARSERS, name
+
+
+def test_progress_line_reports_step_status_and_eta(tmp_path):
+    from tests.bench.driver import _STEP, Progress
+
+    plan = P.Plan(phases=["ipc", "latency"], schedulers=[P.PANDEMONIUM], cores=[2],
+                  iterations=1, sizes=P.Sizes(phase_s=4))
+    prog = Progress(tmp_path, plan, attach_s=0)
+    # 3 runs x (ipc 4 + latency 2+4): weights 4, 6, 4, 6, 4, 6
+    assert prog.weights == [4.0, 6.0] * 3
+    m = _STEP.search("junk BENCH-STEP 2 6 2 0 eevdf latency 0")
+    assert prog.line(m, 20.0) == ("bench: [2/6] 2 cores, iteration 0, eevdf, latency: ok | "
+                                  "elapsed 20s, ETA 40s")
+    m = _STEP.search("BENCH-STEP 3 6 2 1 pandemonium ipc failed")
+    assert "ipc: FAILED (failed)" in prog.line(m, 30.0)

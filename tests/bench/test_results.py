@@ -1,0 +1,248 @@
+"""Host tests of result parsing, aggregation, ratios and report formatting, on fixture outputs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tests.bench import commands
+from tests.bench.aggregate import aggregate, bracket_ratio, eevdf_drift
+from tests.bench.parse import Record, cyclictest_p99, parse_results, perf_stat_counters
+from tests.bench.report import fmt_value, markdown, phase_table, plot, verdict, write_json
+
+FIX = Path(__file__).parent / "fixtures"
+COST = "- - -"
+
+
+def _results(tmp_path: Path, steps: list[tuple], outputs: dict[str, str]) -> Path:
+    """A fake /results: steps as (cores, iter, sched, phase, rc, t0_cs, t1_cs, cost0, cost1)."""
+    (tmp_path / "raw").mkdir(parents=True)
+    (tmp_path / "steps.tsv").write_text(
+        "".join(" ".join(map(str, s)) + "\n" for s in steps))
+    for name, fixture in outputs.items():
+        shutil.copy(FIX / fixture, tmp_path / "raw" / name)
+    (tmp_path / "env.txt").write_text("kernel 6.18.15+deb13-cloud-amd64\ncpus_present 4\n")
+    return tmp_path
+
+
+def test_parse_each_tool_output(tmp_path):
+    res = _results(tmp_path, [
+        (2, 1, "pandemonium", "latency", 0, 100, 700, "10 8000 9000", "12 8100 9100"),
+        (2, 1, "pandemonium", "deadline", 0, 700, 1300, COST, COST),
+        (2, 1, "eevdf", "throughput", 0, 100, 2150, COST, COST),
+        (2, 1, "eevdf", "ipc", 0, 0, 1, COST, COST),
+        (2, 1, "eevdf", "messaging", 0, 0, 1, COST, COST),
+        (2, 1, "eevdf", "cyclictest", 0, 0, 1, COST, COST),
+        (2, 1, "eevdf", "pinned", 0, 0, 1, COST, COST),
+    ], {"c2-i1-pandemonium.latency.out": "probe.txt", "c2-i1-pandemonium.deadline.out": "probe.txt",
+        "c2-i1-eevdf.throughput.out": "throughput.txt", "c2-i1-eevdf.ipc.out": "benchlat.txt",
+        "c2-i1-eevdf.messaging.out": "messaging.txt", "c2-i1-eevdf.cyclictest.out": "cyclictest.txt",
+        "c2-i1-eevdf.pinned.out": "pinned.txt"})
+    records, events, env = parse_results(res)
+    by = {r.phase: r for r in records}
+    assert not [r.error for r in records if r.error]
+    assert by["latency"].value == pytest.approx(5112.0)
+    assert by["latency"].p50 == pytest.approx(23.726)
+    # 2 ticks over 6 s of guest time = 0.33 % of one CPU
+    assert by["latency"].sched_cpu_pct == pytest.approx(100 * 2 / 100 / 6.0)
+    assert by["latency"].sched_rss_kb == 8100 and by["latency"].sched_hwm_kb == 9100
+    short = _results(tmp_path / "short", [(2, 1, "pandemonium", "idle", 0, 0, 150, "1 1 1", "2 1 1")],
+                     {})
+    assert parse_results(short)[0][0].sched_cpu_pct is None  # 1.5 s: one tick would read 0.67 %
+    assert by["deadline"].value == pytest.approx(0.8)
+    assert by["deadline"].extra["wake_miss_pct"] == pytest.approx(6.0)
+    assert by["throughput"].value == pytest.approx(20.5)
+    assert by["ipc"].value == pytest.approx(152.98)
+    assert by["messaging"].value == pytest.approx(3.512)
+    assert by["pinned"].extra["stranded"] == 1
+    assert env["kernel"].startswith("6.18") and events == []
+
+
+def test_failed_or_garbled_phase_is_an_error_not_a_value(tmp_path):
+    res = _results(tmp_path, [
+        (2, 1, "eevdf", "latency", 124, 0, 100, COST, COST),
+        (2, 1, "eevdf", "burst", 0, 0, 100, COST, COST),
+    ], {"c2-i1-eevdf.latency.out": "probe.txt", "c2-i1-eevdf.burst.out": "messaging.txt"})
+    records, _, _ = parse_results(res)
+    assert [r.value for r in records] == [None, None]
+    assert "exit status 124" in records[0].error
+    assert "no probe JSON" in records[1].error
+
+
+def test_ejected_scheduler_fails_the_phase_even_with_good_output(tmp_path):
+    res = _results(tmp_path, [(2, 1, "pandemonium", "pinned", 200, 0, 100, COST, COST)],
+                   {"c2-i1-pandemonium.pinned.out": "pinned.txt"})
+    (rec,), _, _ = parse_results(res)
+    assert rec.value is None and "ejected" in rec.error
+    result = SimpleNamespace(records=[rec], events=["ejected c2-i1-pandemonium: during pinned"],
+                             rc=0, env={}, out_dir=tmp_path)
+    notes = commands.notes_for(commands.BY_NAME["bench-pcpu"], result, aggregate([rec]))
+    assert notes[0].startswith("FAIL guest event: ejected")
+
+
+def test_malformed_steps_line_and_missing_results_are_reported(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        parse_results(tmp_path)
+    (tmp_path / "steps.tsv").write_text("2 1 eevdf\n")
+    with pytest.raises(ValueError, match="malformed"):
+        parse_results(tmp_path)
+
+
+def test_cyclictest_p99_counts_overflows_above_every_bucket():
+    p99, mx = cyclictest_p99((FIX / "cyclictest.txt").read_text())
+    # 90 samples at 10 us, 8 at 20 us, 1 at 100 us, 1 overflow: the 99th of 100 is 100 us
+    assert (p99, mx) == (100.0, 9794.0)
+    with pytest.raises(ValueError):
+        cyclictest_p99("# Histogram\n")
+
+
+def test_missing_rapl_is_reported_as_unavailable_not_failed(tmp_path):
+    res = _results(tmp_path, [(2, 1, "pandemonium", "rapl", 129, 0, 100, COST, COST)],
+                   {"c2-i1-pandemonium.rapl.out": "rapl-missing.txt"})
+    (rec,), _, _ = parse_results(res)
+    assert rec.error is None and rec.value is None
+    assert "Cannot find PMU" in rec.extra["rapl_unavailable"]
+
+
+def test_perf_stat_counters_and_rapl():
+    c = perf_stat_counters((FIX / "forkthread.txt").read_text())
+    assert c["context-switches"] == 282 and c["cycles"] == "<not supported>"
+    assert "user" not in c and "time" not in c
+    assert perf_stat_counters((FIX / "rapl.txt").read_text())["power/energy-pkg"] == 12.34
+
+
+def _rec(phase, cores, sched, it, value, cpu=None, rss=None):
+    return Record(cores, it, sched, phase, 0, 1.0, value, sched_cpu_pct=cpu, sched_rss_kb=rss)
+
+
+def test_ratio_uses_the_eevdf_runs_around_each_iteration():
+    recs = [_rec("latency", 2, "eevdf", 0, 100.0), _rec("latency", 2, "eevdf", 1, 300.0),
+            _rec("latency", 2, "eevdf", 2, 200.0),
+            _rec("latency", 2, "pandemonium", 1, 20.0), _rec("latency", 2, "pandemonium", 2, 50.0),
+            _rec("latency", 2, "pandemonium", 3, 30.0)]
+    cells = {c.scheduler: c for c in aggregate(recs)}
+    pan = cells["pandemonium"]
+    # iteration 1: 20/mean(100,300)=0.1; 2: 50/mean(300,200)=0.2; 3: only EEVDF_2 -> 30/200=0.15
+    assert pan.ratio == pytest.approx(0.15)
+    assert pan.median == 30.0 and pan.spread == (20.0, 50.0)
+    assert cells["eevdf"].ratio is None and cells["eevdf"].median == 200.0
+    assert eevdf_drift(list(cells.values()))[("latency", 2)] == pytest.approx(3.0)
+
+
+def test_bracket_ratio_edge_cases():
+    assert bracket_ratio(5, None, None) is None
+    assert bracket_ratio(5, 10, None) == 0.5
+    assert bracket_ratio(0, 0, 0) == 1.0
+    assert bracket_ratio(1, 0, None) is None
+
+
+def test_failed_iterations_are_counted_not_averaged():
+    failed = _rec("ipc", 2, "pandemonium", 1, None)
+    failed.error = "exit status 1"
+    (cell,) = aggregate([failed, _rec("ipc", 2, "pandemonium", 2, 7.0)])
+    assert cell.values == [7.0] and cell.failures == 1 and cell.median == 7.0
+    (idle,) = aggregate([_rec("idle", 2, "pandemonium", 1, None, cpu=0.1)])
+    assert idle.failures == 0 and idle.median is None
+
+
+def test_verdict_and_table_format():
+    recs = [_rec("deadline", 4, "eevdf", 0, 8.0), _rec("deadline", 4, "eevdf", 1, 12.0),
+            _rec("deadline", 4, "pandemonium", 1, 1.5), _rec("latency", 4, "eevdf", 0, 20000.0),
+            _rec("latency", 4, "pandemonium-bpf", 1, 1000.0), _rec("latency", 4, "eevdf", 1, 20000.0)]
+    cells = aggregate(recs)
+    dl = next(c for c in cells if c.phase == "deadline" and c.scheduler == "pandemonium")
+    # ratio 0.15 <= 0.25 but 1.5 % > 1 %: missed
+    assert verdict(dl).startswith("missed") and "1 %" in verdict(dl)
+    lat = next(c for c in cells if c.phase == "latency" and c.scheduler != "eevdf")
+    assert verdict(lat) == "met"
+    table = phase_table("latency", cells)
+    assert "| 4 | eevdf | 20.0 ms | 20.0 ms - 20.0 ms | 2 | (drift 1.00x) |  |" in table
+    assert "| 4 | pandemonium-bpf | 1000 us |" in table and "| 0.05x | met |" in table
+    assert fmt_value(None, "us") == "-" and fmt_value(0.123, "%") == "0.12 %"
+
+
+def test_markdown_and_json_round_trip(tmp_path):
+    cells = aggregate([_rec("idle", 2, "pandemonium", 1, None, cpu=0.3, rss=20480)])
+    md = markdown("bench-power", {"accel": "tcg-multi", "vcpus": 2, "kernel": "k"}, cells,
+                  ["idle"], ["a note"])
+    assert "tcg-multi" in md and "| idle | 2 | pandemonium | 0.30 % | 20.0 MiB | - |" in md
+    assert "### idle" not in md  # a cost-only phase has no value table
+    assert md.rstrip().endswith("- a note")
+    write_json(tmp_path / "r.json", {"cells": [c.to_json() for c in cells]})
+    back = json.loads((tmp_path / "r.json").read_text())["cells"][0]
+    assert set(back) >= {"phase", "cores", "scheduler", "values", "median", "spread", "ratio",
+                         "sched_cpu_pct", "sched_rss_kb"}
+
+
+def test_plot_degrades_without_matplotlib(tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_mpl(name, *a, **k):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_mpl)
+    cells = aggregate([_rec("latency", 2, "eevdf", 0, 5.0)])
+    assert plot(tmp_path, cells, ["latency"]) == "plots skipped: matplotlib unavailable"
+
+
+def test_power_notes_report_cost_against_targets_and_rapl():
+    recs = [_rec("idle", 2, "pandemonium", 1, None, cpu=0.2, rss=10240),
+            _rec("busy", 2, "pandemonium", 1, None, cpu=1.5, rss=10240),
+            Record(2, 1, "pandemonium", "rapl", 0, 1.0, None, extra={"rapl_unavailable": "no PMU"})]
+    result = SimpleNamespace(records=recs, events=[], rc=0, env={}, out_dir=Path("/x"))
+    notes = commands.notes_for(commands.BY_NAME["bench-power"], result, aggregate(recs))
+    assert any(n.startswith("cost within target: pandemonium idle") for n in notes)
+    assert any(n.startswith("cost target MISSED: pandemonium busy") for n in notes)
+    assert any("RAPL unavailable" in n and "no PMU" in n for n in notes)
+
+
+def test_trace_and_sys_notes(tmp_path):
+    res = _results(tmp_path, [(2, 1, "pandemonium", "bpfstats", 0, 0, 100, COST, COST)],
+                   {"c2-i1-pandemonium.bpfstats.out": "bpfstats.txt"})
+    records, _, _ = parse_results(res)
+    assert records[0].value == pytest.approx(3.512)
+    assert records[0].extra["bpf_run_cnt"] == 4000
+    assert records[0].extra["trace_events"] == {"sched_switch": 5120, "sched_wakeup": 801}
+    result = SimpleNamespace(records=records, events=[], rc=0, env={}, out_dir=tmp_path)
+    notes = commands.notes_for(commands.BY_NAME["bench-trace"], result, [])
+    assert any("2 BPF programs ran 4000 times, 250 ns per run" in n for n in notes)
+    raw = tmp_path / "vm" / "raw"
+    raw.mkdir(parents=True)
+    (raw / "c2-i1-pandemonium.sched.log").write_text("starting\nd/s: 10 idle: 5%\nd/s: 12 idle: 3%\n")
+    notes = commands.notes_for(commands.BY_NAME["bench-sys"], result, [])
+    assert any("2 telemetry lines; last: d/s: 12 idle: 3%" in n for n in notes)
+
+
+def test_fork_thread_notes_name_unsupported_counters(tmp_path):
+    res = _results(tmp_path, [(2, 1, "pandemonium", "forkthread", 0, 0, 100, COST, COST)],
+                   {"c2-i1-pandemonium.forkthread.out": "forkthread.txt"})
+    records, _, _ = parse_results(res)
+    result = SimpleNamespace(records=records, events=[], rc=0, env={}, out_dir=tmp_path)
+    notes = commands.notes_for(commands.BY_NAME["bench-fork-thread"], result, [])
+    assert any("context-switches 282" in n for n in notes)
+    assert any(n.startswith("hardware counters unavailable") and "cache-misses, cycles" in n
+               for n in notes)
+
+
+def test_stop_timeout_event_is_a_failure_note():
+    result = SimpleNamespace(records=[], events=["stop-timeout c2-i1-pandemonium: still running"],
+                             rc=0, env={}, out_dir=Path("/x"))
+    notes = commands.notes_for(commands.BY_NAME["bench-scale"], result, [])
+    assert notes[0].startswith("FAIL guest event: stop-timeout")
+
+
+def test_plot_writes_one_png_per_phase_with_values(tmp_path):
+    pytest.importorskip("matplotlib")
+    cells = aggregate([_rec("latency", 2, "eevdf", 0, 5.0), _rec("latency", 4, "eevdf", 0, 9.0),
+                       _rec("idle", 2, "pandemonium", 1, None, cpu=0.1)])
+    assert plot(tmp_path, cells, ["latency", "idle"]) == "1 plot(s) written"
+    assert (tmp_path / "latency.png").stat().st_size > 1000
+    assert not (tmp_path / "idle.png").exists()
