@@ -9,6 +9,8 @@ pub mod cli;
 pub mod compositor;
 pub mod cpustat;
 pub mod event;
+#[cfg(test)]
+mod fuzz;
 pub mod hist;
 pub mod layout;
 pub mod log;
