@@ -109,6 +109,24 @@ def test_no_results_at_all_is_a_failed_run_not_a_crash():
     assert problems == ["guest command exit status 125"]
 
 
+def test_a_wedged_guest_is_read_from_its_console_log(tmp_path):
+    console = tmp_path / "vm-console.log"
+    console.write_text("\n".join([
+        "[4.2] pandemonium-stress: begin hogs",
+        _cell("hogs", mon_ns="17000000", load_ns="216000000", mem_avail_kb="2048000"),
+        "[9.5] pandemonium-stress: begin threads", STALL,
+        "timeout: vfork: Cannot allocate memory"]) + "\n")
+    cells, problems = read_run(None, "6.18", 2, "adaptive", ["hogs", "threads"], 5, 125,
+                               console=console)
+    hogs, threads = cells
+    assert (hogs.completed, hogs.unexpected) == (True, [])
+    assert (hogs.monitor_wait_ms, hogs.load_wait_ms, hogs.mem_avail_mb) == (17.0, 216.0, 2000)
+    assert hogs.rescues is None
+    assert threads.unexpected == ["not run: the guest ended before this workload",
+                                  f"kernel: {STALL}"]
+    assert problems == ["guest command exit status 125"]
+
+
 def test_report_table_and_summary(results):
     cells, problems = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe", "scxci"], 5, 0)
     runs = [Run("6.18", 2, "adaptive", 0, 100.0, cells, problems)]

@@ -224,6 +224,30 @@ wl_scxci() {
     [ "$CI_RC" = 0 ]
 }
 
+# gap FILE: worst_gap_ns of a stress JSON report, or - if there is none.
+gap() {
+    v=$(sed -n 's/.*"worst_gap_ns":\([0-9]*\),"per_worker".*/\1/p' "$1" 2>/dev/null)
+    echo "${v:--}"
+}
+
+worst_load() {
+    w=-
+    for f in $R/$1.*.json; do
+        case $f in *.monitor.json|*'*'*) continue ;; esac
+        v=$(gap $f)
+        [ "$v" = - ] && continue
+        if [ "$w" = - ] || [ "$v" -gt "$w" ]; then w=$v; fi
+    done
+    echo $w
+}
+
+# Memory left and kernel memory that cannot be reclaimed: a leak (e.g. frees waiting on an RCU
+# grace period that never ends) shows up here cell by cell.
+meminfo() {
+    awk '/^MemAvailable:/{a=$2} /^SUnreclaim:/{u=$2} END{printf "mem_avail_kb=%s sunreclaim_kb=%s", a, u}' \
+        /proc/meminfo
+}
+
 run_cell() {
     W=$1
     case $W in scxci) ;; *)
@@ -249,15 +273,16 @@ run_cell() {
     if [ $salive = 0 ] && [ -n "$SPID" ]; then wait $SPID; sexit=$?; SPID=; fi
     [ "$W" = scxci ] && sexit=$CI_RC
     note "end $W"
+    # Also on the console: if the guest wedges, /results never reaches the host, the console does.
     echo "cell workload=$W rc=$wrc monitor_rc=$mrc secs=$secs sched_alive=$salive" \
-        "sched_exit=$sexit prestop=$PRESTOP state=$(sched_state)" >> $CELLS
+        "sched_exit=$sexit prestop=$PRESTOP state=$(sched_state) mon_ns=$(gap $R/$W.monitor.json)" \
+        "load_ns=$(worst_load $W) $(meminfo)" | tee -a $CELLS
     PRESTOP=-
 }
 
 echo "stress-driver: $N CPUs, ${D}s per workload, scheduler args '$MODE', workloads: $*"
 for w in "$@"; do run_cell $w; done
 stop_sched
-echo "final stop=$STOP_RC starts=$STARTS state=$(sched_state)" >> $CELLS
+echo "final stop=$STOP_RC starts=$STARTS state=$(sched_state)" | tee -a $CELLS
 dmesg > $R/dmesg.txt
-cat $CELLS
 exit 0

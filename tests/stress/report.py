@@ -36,17 +36,19 @@ def _ms(v: float | None) -> str:
 
 def markdown_table(runs: list[Run]) -> str:
     head = ("| kernel | vCPUs | mode | workload | completed | unexpected | worst wait: monitor ms "
-            "| worst wait: load ms | rescues | notes |")
-    rows = [head, "|" + "---|" * 10]
+            "| worst wait: load ms | rescues | free MB after | notes |")
+    rows = [head, "|" + "---|" * 11]
     for r in runs:
         for c in r.cells:
             notes = "; ".join(c.unexpected + c.notes) or ""
             rows.append(f"| {c.kernel} | {c.cpus} | {c.mode} | {c.workload} | "
                         f"{'yes' if c.completed else 'NO'} | {len(c.unexpected)} | "
                         f"{_ms(c.monitor_wait_ms)} | {_ms(c.load_wait_ms)} | "
-                        f"{'-' if c.rescues is None else c.rescues} | {notes.replace('|', '/')} |")
+                        f"{'-' if c.rescues is None else c.rescues} | "
+                        f"{'-' if c.mem_avail_mb is None else c.mem_avail_mb} | "
+                        f"{notes.replace('|', '/')} |")
         for p in r.problems:
-            rows.append(f"| {r.kernel} | {r.cpus} | {r.mode} | (run) | - | 1 | - | - | - | {p} |")
+            rows.append(f"| {r.kernel} | {r.cpus} | {r.mode} | (run) | - | 1 | - | - | - | - | {p} |")
     return "\n".join(rows)
 
 

@@ -27,6 +27,7 @@ class Cell:
     monitor_wait_ms: float | None = None
     load_wait_ms: float | None = None
     rescues: int | None = None
+    mem_avail_mb: int | None = None
     unexpected: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -114,7 +115,9 @@ def _read(path: Path) -> str:
 def judge(cell: Cell, kv: dict[str, str] | None, kmsg: list[str]) -> None:
     """Fills in ran/completed/unexpected from the driver's record and the kernel log."""
     if kv is None:
+        # A workload the guest never finished may still have left its reason in the kernel log.
         cell.unexpected.append("not run: the guest ended before this workload")
+        cell.unexpected += [f"kernel: {c}" for c in kernel_complaints(kmsg)]
         return
     cell.ran = kv.get("rc") != "noattach"
     if not cell.ran:
@@ -137,23 +140,38 @@ def judge(cell: Cell, kv: dict[str, str] | None, kmsg: list[str]) -> None:
     cell.unexpected += [f"kernel: {c}" for c in kernel_complaints(kmsg)]
 
 
+def _ns_to_ms(v: str | None) -> float | None:
+    return int(v) / 1e6 if v and v.isdigit() else None
+
+
 def read_run(results: Path | None, kernel: str, cpus: int, mode: str, workloads: list[str],
-             duration: int, guest_rc: int) -> tuple[list[Cell], list[str]]:
-    """The cells of one guest run, plus the run's own unexpected outcomes (final stop, guest)."""
+             duration: int, guest_rc: int, console: Path | None = None
+             ) -> tuple[list[Cell], list[str]]:
+    """The cells of one guest run, plus the run's own unexpected outcomes (final stop, guest).
+    When the guest wedged and /results never came back, the driver's cell lines and the kernel
+    messages are recovered from the console log (rescues are then unknown)."""
     base = results or Path("/nonexistent")
-    kv_cells, final = parse_cells(_read(base / "cells.txt"))
-    kmsg = split_kmsg(_read(base / "dmesg.txt"), workloads)
+    cells_text, kmsg_text = _read(base / "cells.txt"), _read(base / "dmesg.txt")
+    if not cells_text and console:
+        cells_text = kmsg_text = _read(console)
+    kv_cells, final = parse_cells(cells_text)
+    kmsg = split_kmsg(kmsg_text, workloads)
     rescues = rescues_by_workload(_read(base / "sched.log"))
     cells = []
     for w in workloads:
         c = Cell(kernel, cpus, mode, w, duration)
         judge(c, kv_cells.get(w), kmsg.get(w, []))
+        kv = kv_cells.get(w, {})
         c.rescues = rescues.get(w)
         c.monitor_wait_ms = worst_gap_ms(base / f"{w}.monitor.json")
+        if c.monitor_wait_ms is None:
+            c.monitor_wait_ms = _ns_to_ms(kv.get("mon_ns"))
         loads = [worst_gap_ms(p) for p in sorted(base.glob(f"{w}.*.json"))
                  if not p.name.endswith(".monitor.json")]
         loads = [x for x in loads if x is not None]
-        c.load_wait_ms = max(loads) if loads else None
+        c.load_wait_ms = max(loads) if loads else _ns_to_ms(kv.get("load_ns"))
+        if kv.get("mem_avail_kb", "").isdigit():
+            c.mem_avail_mb = int(kv["mem_avail_kb"]) // 1024
         cells.append(c)
     run_problems = []
     if final.get("stop") == "hang":
