@@ -96,11 +96,12 @@ def test_workloads_the_guest_never_reached_and_hangs_are_counted(results):
     (results / "cells.txt").write_text(_cell("hogs", prestop="hang") + "\nfinal stop=hang\n")
     cells, problems = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe"], 5, 124)
     assert cells[0].unexpected == ["scheduler hung on exit (SIGINT)"]
-    assert cells[1].unexpected == ["not run: the guest ended before this workload"]
+    assert cells[1].unexpected[0] == "not run: the guest ended before this workload"
+    assert "WARNING: CPU: 1" in cells[1].unexpected[1]
     assert problems == ["scheduler hung on the final stop (SIGINT)",
                         "guest command exit status 124"]
     run = Run("6.18", 2, "adaptive", 124, 60.0, cells, problems)
-    assert unexpected_count([run]) == 4
+    assert unexpected_count([run]) == 5
 
 
 def test_no_results_at_all_is_a_failed_run_not_a_crash():
