@@ -56,9 +56,9 @@ def split_kmsg(text: str, workloads: list[str]) -> dict[str, list[str]]:
     for line in text.splitlines():
         idx = line.find(KMSG_MARK)
         if idx >= 0:
+            # A workload this run was not asked about owns its lines too: drop them.
             name = line[idx + len(KMSG_MARK):].strip()
-            if name in segs:
-                current = name
+            current = name if name in segs else None
             continue
         if current is not None:
             segs[current].append(line)
