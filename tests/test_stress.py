@@ -59,8 +59,10 @@ def results(tmp_path):
 
 
 def test_complaints_are_stalls_error_disables_and_warnings_not_our_own_stop():
-    lines = [ENABLED, UNREG, STALL, "[1.0] BUG: unable to handle page fault", "[2.0] ordinary"]
-    assert kernel_complaints(lines) == [STALL, "[1.0] BUG: unable to handle page fault"]
+    rcu = "[111.1] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:"
+    lines = [ENABLED, UNREG, STALL, "[1.0] BUG: unable to handle page fault", "[2.0] ordinary",
+             rcu, "[111.2] rcu: \tTasks blocked on level-0 rcu_node (CPUs 0-1): P9440/1:b..l"]
+    assert kernel_complaints(lines) == [STALL, "[1.0] BUG: unable to handle page fault", rcu]
 
 
 def test_kernel_log_is_split_at_the_begin_markers():

@@ -175,9 +175,11 @@ wl_affinity() {
 }
 
 wl_stressng() {
-    timeout $T stress-ng --schedpolicy $N --switch $N --fork $N --yield $N --futex $N \
-        --mutex $N -t $D --metrics-brief
+    timeout $T stress-ng --switch $N --fork $N --yield $N --futex $N --mutex $N -t $D \
+        --metrics-brief
 }
+
+wl_schedpolicy() { timeout $T stress-ng --schedpolicy $N -t $D --metrics-brief; }
 
 # A build-shaped job: make -j over 300 generated "compile" steps (busybox gzip + sha256sum on
 # small generated sources; the guest has no compiler) and a final "link", repeated until D.

@@ -35,15 +35,23 @@ class Cell:
         return asdict(self)
 
 
+# Beyond the gate's rule: RCU stalls, starved kthreads, hung tasks and the OOM killer, which is
+# how a task starved for too long shows up when sched_ext's own watchdog does not fire.
+_SYSTEM_TROUBLE = ("detected stalls on CPUs/tasks", "kthread starved for", "blocked for more than",
+                   "invoked oom-killer")
+
+
 def kernel_complaints(lines: list[str]) -> list[str]:
-    """Kernel log lines that mean the scheduler misbehaved (same rule as the gate): a stall
-    ejection, a disable other than the user-space unregister we asked for, a BUG or WARNING."""
+    """Kernel log lines that mean the scheduler misbehaved or the system wedged: a stall
+    ejection, a disable other than the user-space unregister we asked for, a BUG or WARNING, an
+    RCU stall, a hung task, the OOM killer."""
     out = []
     for line in lines:
         if ("runnable task stall" in line
                 or ("sched_ext" in line and "disabled (" in line
                     and "unregistered from user space" not in line)
-                or "BUG:" in line or "WARNING:" in line):
+                or "BUG:" in line or "WARNING:" in line
+                or any(t in line for t in _SYSTEM_TROUBLE)):
             out.append(line.strip())
     return out
 

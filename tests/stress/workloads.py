@@ -19,10 +19,14 @@ WORKLOADS = {
     "rt-hog": "a SCHED_FIFO hog on the last CPU beside 2x hogs (RT never reaches sched_ext)",
     "threads": "short-lived threads (stress-ng --pthread, up to 256 at a time per worker)",
     "affinity": "tasks changing CPU affinity constantly (stress-ng --affinity) beside yielders",
-    "stressng": "stress-ng --schedpolicy --switch --fork --yield --futex --mutex",
+    "stressng": "stress-ng --switch --fork --yield --futex --mutex",
     "build": "make -j over 300 generated steps (busybox gzip/sha256sum: no compiler in the guest)",
     "vmmon": "an I/O thread waking every 2 ms beside one CPU-bound 'vCPU' thread per CPU",
     "scxci": "the sched-ext/scx CI check: stress-ng beside `timeout -s TERM 45 scx_pandemonium -v`",
+    # Late: its workers switch themselves to SCHED_FIFO/RR/DEADLINE, and on kernels without a
+    # deadline server for sched_ext (6.18) RT tasks that keep every CPU busy starve all ext tasks,
+    # RCU's grace-period kthread included; the guest has wedged there.
+    "schedpolicy": "stress-ng --schedpolicy: workers cycling through every scheduling policy",
     # Last: after a hotplug under load the guest's RCU has wedged (README "Known problems"),
     # which would spoil every cell after it.
     "hotplug": "2 hogs pinned to the last CPU while it is unplugged/replugged each second",
