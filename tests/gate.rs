@@ -457,3 +457,36 @@ fn full_gate() {
         eprintln!("GATE-SKIP {layer}: not in full_gate yet (run it with --gate {layer})");
     }
 }
+
+// Fault layers (tests/gate_support/faults.rs). kill9, sysrq, sigterm_load and start_twice take
+// seconds and also run in full_gate_faults; procdb_faults restarts the scheduler four times.
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn kill9() {
+    faults::layer_kill9();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn sysrq() {
+    faults::layer_sysrq();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn sigterm_load() {
+    faults::layer_sigterm_load();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn start_twice() {
+    faults::layer_start_twice();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn procdb_faults() {
+    faults::layer_procdb_faults();
+}
