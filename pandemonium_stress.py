@@ -12,6 +12,7 @@ from pandemonium_common import PandemoniumError, cache_dir, die, log
 from tests.stress import workloads as wl
 from tests.stress.report import Run, incomplete, markdown_table, summary, unexpected_count, write_json
 from tests.stress.results import read_run
+from tests.stress.watch import ProgressWatch
 
 
 def add_bench_stress_parser(sub: argparse._SubParsersAction) -> None:
@@ -69,13 +70,17 @@ def _run_one(kernel: str, cpus: int, mode: str, s: dict, accel: str, out_root) -
     cmd = ["sh", wl.GUEST_DRIVER, str(s["duration"]), wl.MODES[mode], *s["workloads"]]
     log.info("bench-stress: kernel %s, %d vCPUs, %s: %d workloads x %d s", kernel, cpus, mode,
              len(s["workloads"]), s["duration"])
-    res = run_in_vm(cmd, cpus=cpus, mem_mb=wl.GUEST_MEM_MB, kernel=kernel, accel=accel, out_dir=out,
-                    timeout=wl.vm_timeout(len(s["workloads"]), s["duration"]),
-                    add=[(str(wl.DRIVER), wl.GUEST_DRIVER)],
-                    tools=sorted(wl.TOOL_PACKAGES.values()), echo=False,
-                    extra_cmdline="rcupdate.rcu_task_stall_timeout=20000 log_buf_len=8M")
+    stall_s = wl.progress_timeout(s["duration"])
+    with ProgressWatch(out / "vm-console.log", stall_s) as watch:
+        res = run_in_vm(cmd, cpus=cpus, mem_mb=wl.GUEST_MEM_MB, kernel=kernel, accel=accel,
+                        out_dir=out, timeout=wl.vm_timeout(len(s["workloads"]), s["duration"]),
+                        add=[(str(wl.DRIVER), wl.GUEST_DRIVER)],
+                        tools=sorted(wl.TOOL_PACKAGES.values()), echo=False,
+                        extra_cmdline="rcupdate.rcu_task_stall_timeout=20000 log_buf_len=8M")
     cells, problems = read_run(res.out_dir, res.kernel_version, cpus, mode, s["workloads"],
                                s["duration"], res.rc, console=res.log_path)
+    if watch.fired:
+        problems.append(f"the guest wedged: no progress for {stall_s:.0f} s, stopped by the host")
     run = Run(res.kernel_version, cpus, mode, res.rc, res.duration_s, cells, problems, str(out))
     log.info("bench-stress: %s %d vCPUs %s: %d unexpected, %d incomplete (%.0f s)",
              res.kernel_version, cpus, mode, unexpected_count([run]), len(incomplete([run])),

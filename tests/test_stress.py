@@ -7,12 +7,14 @@ import json
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
 from pandemonium_common import PROJECT_ROOT
 from tests.stress import workloads as wl
 from tests.stress.report import Run, markdown_table, summary, unexpected_count
+from tests.stress.watch import ProgressWatch, progress_count
 from tests.stress.results import kernel_complaints, read_run, rescues_by_workload, split_kmsg
 
 STALL = ('[44.3] sched_ext: BPF scheduler "pandemonium_0.1.0" disabled (runnable task stall)')
@@ -172,3 +174,21 @@ def test_cli_help_and_bad_arguments():
         bad = subprocess.run(tool + args, capture_output=True, text=True)
         assert bad.returncode == 2, bad.stderr
         assert msg in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_progress_lines_are_counted():
+    assert progress_count("stress-driver: begin a\n[1] x\ncell workload=a rc=0\nfoo\n") == 2
+
+
+def test_the_watch_fires_only_without_progress(tmp_path):
+    console = tmp_path / "vm-console.log"
+    console.write_text("stress-driver: begin a\n")
+    with ProgressWatch(console, stall_s=0.3, poll_s=0.05) as quiet:
+        time.sleep(0.8)
+    assert quiet.fired
+    with ProgressWatch(console, stall_s=0.3, poll_s=0.05) as busy:
+        for i in range(8):
+            with console.open("a") as f:
+                f.write(f"cell workload=w{i} rc=0\n")
+            time.sleep(0.1)
+    assert not busy.fired

@@ -65,6 +65,12 @@ def parse_cpus(spec: str) -> list[int]:
     return out
 
 
+def progress_timeout(duration: int) -> float:
+    """Longest a healthy guest goes without a driver progress line: a BPF load of up to 400 s
+    before the first workload, or a workload plus the driver's 180 s grace and a stop."""
+    return max(600.0, duration + 180 + 240)
+
+
 def vm_timeout(n_workloads: int, duration: int) -> float:
     """Boot, a BPF load of up to 400 s, every workload with slack, the scx CI cell, a stop."""
     return 120 + 400 + n_workloads * (duration + 120) + 120 + 60
