@@ -8,6 +8,7 @@ use crate::bpf_intf::{
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::compositor;
 use crate::layout::Layout;
+use crate::preflight;
 use crate::{info, warn};
 use anyhow::{Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
@@ -90,7 +91,17 @@ impl<'obj> Scheduler<'obj> {
         sched.write_knobs(&TuningKnobs::defaults())?;
         sched.write_compositors(&compositor::all_names(&opts.compositors))?;
 
-        sched.link = Some(scx_ops_attach!(sched.skel, pandemonium_ops)?);
+        let link = scx_ops_attach!(sched.skel, pandemonium_ops).map_err(|e| {
+            // Preflight saw no scheduler, but another one can attach while ours loads (two
+            // starts at once); the kernel then only says EBUSY. Name it as preflight would.
+            match preflight::check(&preflight::System::live()) {
+                Err(refusal @ preflight::Refusal::AlreadyAttached { .. }) => {
+                    e.context(refusal.to_string())
+                }
+                _ => e,
+            }
+        })?;
+        sched.link = Some(link);
         info!("scheduler attached");
         Ok(sched)
     }

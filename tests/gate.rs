@@ -3,8 +3,9 @@
 //! `#[ignore]`d so `cargo test` on an ordinary host skips it; `./pandemonium.py test` runs it
 //! inside the VM with `--ignored --test-threads=1`.
 //!
-//! Layers: load, errors, classify, topology, verifier, adaptive, watchdog, latency and
-//! responsiveness run in full_gate, in that order. `contention` and `starvation` (not yet
+//! Layers: load, errors, classify, topology, verifier, adaptive, watchdog, latency,
+//! responsiveness and the faults (kill9, sysrq, sigterm_load, start_twice, procdb_faults) run in
+//! full_gate, in that order. `contention` and `starvation` (not yet
 //! validated across runs) and `hotplug` (load with a CPU going offline and back; see README
 //! "Known problems") run only when asked for with --gate.
 
@@ -453,13 +454,19 @@ fn full_gate() {
     eprintln!("gate full_gate: latency passed");
     stall::layer_responsiveness();
     eprintln!("gate full_gate: responsiveness passed");
+    faults::layer_kill9();
+    faults::layer_sysrq();
+    faults::layer_sigterm_load();
+    faults::layer_start_twice();
+    faults::layer_procdb_faults();
+    eprintln!("gate full_gate: faults passed");
     for layer in ["contention", "starvation", "hotplug"] {
         eprintln!("GATE-SKIP {layer}: not in full_gate yet (run it with --gate {layer})");
     }
 }
 
-// Fault layers (tests/gate_support/faults.rs). kill9, sysrq, sigterm_load and start_twice take
-// seconds and also run in full_gate_faults; procdb_faults restarts the scheduler four times.
+// Fault layers (tests/gate_support/faults.rs); all five took about a minute together at 2 vCPUs
+// under TCG, so full_gate runs them too.
 
 #[test]
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
