@@ -118,7 +118,8 @@ def test_a_wedged_guest_is_read_from_its_console_log(tmp_path):
     console = tmp_path / "vm-console.log"
     console.write_text("\n".join([
         "[4.2] pandemonium-stress: begin hogs",
-        _cell("hogs", mon_ns="17000000", load_ns="216000000", mem_avail_kb="2048000"),
+        _cell("hogs", mon_ns="17000000", load_ns="216000000", rescues="42",
+              mem_avail_kb="2048000"),
         "[9.5] pandemonium-stress: begin threads", STALL,
         "timeout: vfork: Cannot allocate memory"]) + "\n")
     cells, problems = read_run(None, "6.18", 2, "adaptive", ["hogs", "threads"], 5, 125,
@@ -126,7 +127,7 @@ def test_a_wedged_guest_is_read_from_its_console_log(tmp_path):
     hogs, threads = cells
     assert (hogs.completed, hogs.unexpected) == (True, [])
     assert (hogs.monitor_wait_ms, hogs.load_wait_ms, hogs.mem_avail_mb) == (17.0, 216.0, 2000)
-    assert hogs.rescues is None
+    assert hogs.rescues == 42
     assert threads.unexpected == ["not run: the guest ended before this workload",
                                   f"kernel: {STALL}"]
     assert problems == ["guest command exit status 125"]

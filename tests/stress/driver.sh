@@ -243,6 +243,15 @@ worst_load() {
     echo $w
 }
 
+# rescues W: the -v telemetry's per-second rescue counts summed between W's markers.
+rescues() {
+    awk -v b="@@ begin $1" -v e="@@ end $1" '
+        $0 == b { on = 1; s = 0; next }
+        $0 == e { on = 0 }
+        on && /^d\/s:/ && match($0, /rescue: [0-9]+/) { s += substr($0, RSTART + 8, RLENGTH - 8) }
+        END { print s + 0 }' $SLOG
+}
+
 # Memory left and kernel memory that cannot be reclaimed: a leak (e.g. frees waiting on an RCU
 # grace period that never ends) shows up here cell by cell.
 meminfo() {
@@ -278,7 +287,7 @@ run_cell() {
     # Also on the console: if the guest wedges, /results never reaches the host, the console does.
     echo "cell workload=$W rc=$wrc monitor_rc=$mrc secs=$secs sched_alive=$salive" \
         "sched_exit=$sexit prestop=$PRESTOP state=$(sched_state) mon_ns=$(gap $R/$W.monitor.json)" \
-        "load_ns=$(worst_load $W) $(meminfo)" | tee -a $CELLS
+        "load_ns=$(worst_load $W) rescues=$(rescues $W) $(meminfo)" | tee -a $CELLS
     PRESTOP=-
 }
 

@@ -157,7 +157,7 @@ def read_run(results: Path | None, kernel: str, cpus: int, mode: str, workloads:
              ) -> tuple[list[Cell], list[str]]:
     """The cells of one guest run, plus the run's own unexpected outcomes (final stop, guest).
     When the guest wedged and /results never came back, the driver's cell lines and the kernel
-    messages are recovered from the console log (rescues are then unknown)."""
+    messages are recovered from the console log (the cell lines carry waits and rescues too)."""
     base = results or Path("/nonexistent")
     cells_text, kmsg_text = _read(base / "cells.txt"), _read(base / "dmesg.txt")
     if not cells_text and console:
@@ -171,6 +171,8 @@ def read_run(results: Path | None, kernel: str, cpus: int, mode: str, workloads:
         judge(c, kv_cells.get(w), kmsg.get(w, []))
         kv = kv_cells.get(w, {})
         c.rescues = rescues.get(w)
+        if c.rescues is None and kv.get("rescues", "").isdigit():
+            c.rescues = int(kv["rescues"])
         c.monitor_wait_ms = worst_gap_ms(base / f"{w}.monitor.json")
         if c.monitor_wait_ms is None:
             c.monitor_wait_ms = _ns_to_ms(kv.get("mon_ns"))
