@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 from pandemonium_common import PROJECT_ROOT, PandemoniumError, die, log, setup_logging
+from pandemonium_stress import add_bench_stress_parser
 from pandemonium_install import (add_clean_parser, add_install_parser, add_rebuild_parser,
                                  add_status_parser, add_uninstall_parser)
 
@@ -224,7 +225,7 @@ def add_bench_parsers(sub: argparse._SubParsersAction) -> None:
 
 COMMANDS = [add_build_parser, add_run_parser, add_test_parser, add_vm_parser,
             add_install_parser, add_uninstall_parser, add_status_parser, add_clean_parser,
-            add_rebuild_parser, add_bench_parsers]
+            add_rebuild_parser, add_bench_parsers, add_bench_stress_parser]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -62,12 +62,11 @@ def _usable_clang() -> str | None:
     return None
 
 
-def missing_packages(vm: bool, bench: bool = False) -> list[str]:
+def missing_packages(vm: bool, extra: dict[str, tuple[str, str]] | None = None) -> list[str]:
     wanted = dict(BUILD_PACKAGES)
     if vm:
         wanted.update(VM_PACKAGES)
-    if bench:
-        wanted.update(BENCH_PACKAGES)
+    wanted.update(extra or {})
     clang = _usable_clang()
     missing = [pkg for pkg, (kind, what) in wanted.items() if not _present(kind, what)]
     if clang and clang != "clang-19":
@@ -75,9 +74,10 @@ def missing_packages(vm: bool, bench: bool = False) -> list[str]:
     return missing
 
 
-def ensure_packages(vm: bool, bench: bool = False) -> None:
-    """Installs missing Debian packages as root; otherwise names them and stops."""
-    missing = missing_packages(vm, bench)
+def ensure_packages(vm: bool, extra: dict[str, tuple[str, str]] | None = None) -> None:
+    """Installs missing Debian packages as root; otherwise names them and stops. `extra`: more
+    packages in BUILD_PACKAGES' form (a benchmark's tools)."""
+    missing = missing_packages(vm, extra)
     if not missing:
         return
     if os.geteuid() != 0:

@@ -10,6 +10,8 @@ pub mod codel;
 pub mod compositor;
 pub mod cpustat;
 pub mod event;
+#[cfg(test)]
+mod fuzz;
 pub mod hist;
 pub mod layout;
 pub mod log;

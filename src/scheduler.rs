@@ -9,10 +9,14 @@ use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::codel::Oscillator;
 use crate::compositor;
 use crate::layout::Layout;
+use crate::preflight;
 use crate::{info, warn};
 use anyhow::{Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
-use scx_utils::{UserExitInfo, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+use scx_utils::{
+    ScxExitKind, UserExitInfo, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_read,
+    uei_report,
+};
 use std::mem::MaybeUninit;
 use std::path::Path;
 use std::sync::Arc;
@@ -88,7 +92,17 @@ impl<'obj> Scheduler<'obj> {
         sched.write_knobs(&TuningKnobs::defaults())?;
         sched.write_compositors(&compositor::all_names(&opts.compositors))?;
 
-        sched.link = Some(scx_ops_attach!(sched.skel, pandemonium_ops)?);
+        let link = scx_ops_attach!(sched.skel, pandemonium_ops).map_err(|e| {
+            // Preflight saw no scheduler, but another one can attach while ours loads (two
+            // starts at once); the kernel then only says EBUSY. Name it as preflight would.
+            match preflight::check(&preflight::System::live()) {
+                Err(refusal @ preflight::Refusal::AlreadyAttached { .. }) => {
+                    e.context(refusal.to_string())
+                }
+                _ => e,
+            }
+        })?;
+        sched.link = Some(link);
         info!("scheduler attached");
         Ok(sched)
     }
@@ -243,6 +257,14 @@ impl<'obj> Scheduler<'obj> {
         uei_exited!(&self.skel, uei)
     }
 
+    /// The kernel's scx_exit_kind for this scheduler (0 while it runs).
+    fn exit_kind(&self) -> i32 {
+        self.skel.maps.data_data.as_ref().map_or(0, |d| {
+            // SAFETY: a plain aligned i32 in the BPF-mapped data section, written by the kernel.
+            unsafe { std::ptr::read_volatile(&d.uei.kind) }
+        })
+    }
+
     /// Runs until `shutdown` is set or the kernel ends the scheduler; `tick` is called about once
     /// a second. Detaches and returns the kernel's exit record.
     pub fn run(
@@ -265,6 +287,13 @@ impl<'obj> Scheduler<'obj> {
         }
         // Dropping the struct_ops link detaches the scheduler; the kernel then records the exit.
         self.link.take();
+        if self.exit_kind() == ScxExitKind::SysRq as i32 {
+            // SysRq-S is the user asking for the default scheduler back: a deliberate detach,
+            // not a failure. uei_report! would turn it into an error, and an error status makes
+            // systemd's Restart=on-failure put us straight back against that wish.
+            info!("the kernel disabled the scheduler on SysRq-S (a user request); exiting");
+            return Ok(uei_read!(&self.skel, uei));
+        }
         uei_report!(&self.skel, uei)
     }
 }

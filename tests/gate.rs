@@ -4,9 +4,9 @@
 //! inside the VM with `--ignored --test-threads=1`.
 //!
 //! Layers: load (with one CPU hotplug cycle), errors, classify, topology, verifier, adaptive,
-//! watchdog, latency, responsiveness, stats, status and hotplug (four cycles) run in full_gate,
-//! in that order. `contention` and `starvation` (not yet validated across runs) run only when
-//! asked for with --gate.
+//! watchdog, latency, responsiveness, stats, status, hotplug (four cycles) and the faults (kill9,
+//! sysrq, sigterm_load, start_twice, procdb_faults) run in full_gate, in that order. `contention`
+//! and `starvation` (not yet validated across runs) run only when asked for with --gate.
 
 mod gate_support;
 
@@ -467,6 +467,12 @@ fn full_gate() {
     eprintln!("gate full_gate: status passed");
     layer_hotplug();
     eprintln!("gate full_gate: hotplug passed");
+    faults::layer_kill9();
+    faults::layer_sysrq();
+    faults::layer_sigterm_load();
+    faults::layer_start_twice();
+    faults::layer_procdb_faults();
+    eprintln!("gate full_gate: faults passed");
     for layer in ["contention", "starvation"] {
         eprintln!("GATE-SKIP {layer}: not in full_gate yet (run it with --gate {layer})");
     }
@@ -652,4 +658,37 @@ fn layer_status() {
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn status() {
     layer_status();
+}
+
+// Fault layers (tests/gate_support/faults.rs); all five took about a minute together at 2 vCPUs
+// under TCG, so full_gate runs them too.
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn kill9() {
+    faults::layer_kill9();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn sysrq() {
+    faults::layer_sysrq();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn sigterm_load() {
+    faults::layer_sigterm_load();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn start_twice() {
+    faults::layer_start_twice();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn procdb_faults() {
+    faults::layer_procdb_faults();
 }

@@ -14,6 +14,7 @@ from pathlib import Path
 from pandemonium_common import PandemoniumError, log
 
 KNOWN_LAYERS = ["load", "hotplug", "errors", "classify", "topology", "verifier", "adaptive", "watchdog",
+                "kill9", "sysrq", "sigterm_load", "start_twice", "procdb_faults",
                 "latency", "responsiveness", "contention", "starvation", "stats", "status",
                 "full_gate"]
 GUEST_GATE = "/usr/local/bin/gate"

@@ -352,4 +352,6 @@ impl ProcDb {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;

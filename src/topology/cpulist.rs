@@ -26,6 +26,12 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>> {
             }
         };
         ensure!(lo <= hi, "reversed range {item:?} in cpu list");
+        // Distinct ids never exceed the limit, so more means overlapping items, which the kernel
+        // never prints; refusing them bounds the memory a hostile list can make us allocate.
+        ensure!(
+            cpus.len() + (hi - lo) as usize <= CPU_LIST_ID_LIMIT as usize,
+            "cpu list names more than {CPU_LIST_ID_LIMIT} ids"
+        );
         cpus.extend(lo..=hi);
     }
     cpus.sort_unstable();

@@ -104,6 +104,9 @@ mod sysfs;
 
 #[cfg(test)]
 mod fixtures;
+#[cfg(test)]
+#[path = "tests/fuzz.rs"]
+mod fuzz;
 
 pub use cpulist::{CPU_LIST_ID_LIMIT, format_cpu_list, parse_cpu_list};
 pub use eigen::PINV_REL_TOL;

@@ -127,7 +127,7 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
     from .driver import run_bench
 
     plan = plan_from_args(spec, args)
-    build.ensure_packages(vm=True, bench=True)
+    build.ensure_packages(vm=True, extra=build.BENCH_PACKAGES)
     build.build_release()
     out = out_dir_for(spec, args)
     out.mkdir(parents=True, exist_ok=True)

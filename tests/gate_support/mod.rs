@@ -3,6 +3,7 @@
 //! log, and workloads that count their own progress.
 #![allow(dead_code)]
 
+pub mod faults;
 pub mod maps;
 pub mod stall;
 pub mod workload;

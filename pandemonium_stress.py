@@ -1,0 +1,115 @@
+"""`pandemonium.py bench-stress`: the reliability matrix (kernels x vCPUs x modes x workloads) in
+the VM. One guest boot per (kernel, vCPUs, mode) runs every workload through tests/stress/driver.sh;
+the outcomes are judged on the host (tests/stress/results.py) and reported as a Markdown table and
+JSON under ~/.cache/pandemonium/stress/<timestamp>/."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from pandemonium_common import PandemoniumError, cache_dir, die, log
+from tests.stress import workloads as wl
+from tests.stress.report import Run, incomplete, markdown_table, summary, unexpected_count, write_json
+from tests.stress.results import read_run
+from tests.stress.watch import ProgressWatch
+
+
+def add_bench_stress_parser(sub: argparse._SubParsersAction) -> None:
+    listing = "\n".join(f"  {name:<17} {what}" for name, what in wl.WORKLOADS.items())
+    p = sub.add_parser(
+        "bench-stress", help="reliability matrix in the VM: stress workloads x kernels x vCPUs",
+        description="Run every stress workload under scx_pandemonium in the VM, for each kernel, "
+                    "vCPU count and mode, and report unexpected exits (kernel stall ejections, "
+                    "scheduler deaths, hangs on exit), the worst wait seen by a progress monitor, "
+                    "overflow/starvation rescues and whether each workload completed.",
+        epilog=f"workloads:\n{listing}\n\n"
+               f"--quick: {wl.QUICK['cpus']} vCPUs, kernel {wl.QUICK['kernels']}, modes "
+               f"{wl.QUICK['modes']}, {wl.QUICK['duration']} s per workload.\n"
+               f"default: vCPUs {wl.FULL['cpus']}, kernels {wl.FULL['kernels']}, modes "
+               f"{wl.FULL['modes']}, {wl.FULL['duration']} s per workload.\n"
+               "Exit status: 0 when there are no unexpected exits and every workload completed.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="the short form (CI): see below")
+    p.add_argument("--cpus", metavar="N[,N]", help="vCPU counts (default: 2,4)")
+    p.add_argument("--kernel", metavar="SPEC[,SPEC]",
+                   help="VM kernels, as for `vm --kernel` (default: default,latest)")
+    p.add_argument("--modes", metavar="MODE[,MODE]",
+                   help=f"scheduler modes: {', '.join(wl.MODES)} (default: both)")
+    p.add_argument("--duration", type=int, metavar="S", help="seconds per workload (default: 300)")
+    p.add_argument("--workloads", metavar="W[,W]", help="only these workloads (default: all)")
+    p.add_argument("--accel", default="tcg-single",
+                   help="VM accelerator (default: tcg-single, the one that never oopsed)")
+    p.set_defaults(func=cmd_bench_stress)
+
+
+def _settings(args: argparse.Namespace) -> dict:
+    base = wl.QUICK if args.quick else wl.FULL
+    try:
+        s = {
+            "cpus": wl.parse_cpus(args.cpus) if args.cpus else base["cpus"],
+            "kernels": wl.parse_list(args.kernel, None, "--kernel") if args.kernel
+            else base["kernels"],
+            "modes": wl.parse_list(args.modes, list(wl.MODES), "--modes") if args.modes
+            else base["modes"],
+            "workloads": wl.parse_list(args.workloads, list(wl.WORKLOADS), "--workloads")
+            if args.workloads else list(wl.WORKLOADS),
+            "duration": base["duration"] if args.duration is None else args.duration,
+        }
+    except ValueError as exc:
+        die(f"bench-stress: {exc}", 2)
+    if not 1 <= s["duration"] <= 3600:
+        die("bench-stress: --duration must be 1 to 3600 seconds", 2)
+    return s
+
+
+def _run_one(kernel: str, cpus: int, mode: str, s: dict, accel: str, out_root) -> Run:
+    from tests.vm import run_in_vm
+
+    out = out_root / f"{kernel}-{cpus}cpu-{mode}"
+    cmd = ["sh", wl.GUEST_DRIVER, str(s["duration"]), wl.MODES[mode], *s["workloads"]]
+    log.info("bench-stress: kernel %s, %d vCPUs, %s: %d workloads x %d s", kernel, cpus, mode,
+             len(s["workloads"]), s["duration"])
+    stall_s = wl.progress_timeout(s["duration"])
+    with ProgressWatch(out / "vm-console.log", stall_s) as watch:
+        res = run_in_vm(cmd, cpus=cpus, mem_mb=wl.GUEST_MEM_MB, kernel=kernel, accel=accel,
+                        out_dir=out, timeout=wl.vm_timeout(len(s["workloads"]), s["duration"]),
+                        add=[(str(wl.DRIVER), wl.GUEST_DRIVER)],
+                        tools=sorted(wl.TOOL_PACKAGES.values()), echo=False,
+                        extra_cmdline="rcupdate.rcu_task_stall_timeout=20000 log_buf_len=8M")
+    cells, problems = read_run(res.out_dir, res.kernel_version, cpus, mode, s["workloads"],
+                               s["duration"], res.rc, console=res.log_path)
+    if watch.fired:
+        problems.append(f"the guest wedged: no progress for {stall_s:.0f} s, stopped by the host")
+    run = Run(res.kernel_version, cpus, mode, res.rc, res.duration_s, cells, problems, str(out))
+    log.info("bench-stress: %s %d vCPUs %s: %d unexpected, %d incomplete (%.0f s)",
+             res.kernel_version, cpus, mode, unexpected_count([run]), len(incomplete([run])),
+             res.duration_s)
+    return run
+
+
+def cmd_bench_stress(args: argparse.Namespace) -> int:
+    import pandemonium_build as build
+
+    s = _settings(args)
+    build.ensure_packages(vm=True, extra={pkg: ("cmd", prog)
+                                          for pkg, prog in wl.TOOL_PACKAGES.items()})
+    build.build_release()
+    out_root = cache_dir("stress", time.strftime("%Y%m%d-%H%M%S"))
+    runs: list[Run] = []
+    for kernel in s["kernels"]:
+        for cpus in s["cpus"]:
+            for mode in s["modes"]:
+                try:
+                    runs.append(_run_one(kernel, cpus, mode, s, args.accel, out_root))
+                except PandemoniumError as exc:
+                    # A kernel that cannot be fetched is a failed run, not the end of the matrix.
+                    log.error("bench-stress: kernel %s, %d vCPUs, %s: %s", kernel, cpus, mode, exc)
+                    runs.append(Run(kernel, cpus, mode, -1, 0.0, [], [f"could not run: {exc}"]))
+                write_json(runs, out_root / "results.json", s)
+    table = markdown_table(runs)
+    (out_root / "table.md").write_text(table + "\n")
+    print(table)
+    print(summary(runs), flush=True)
+    log.info("bench-stress: results in %s", out_root)
+    return 0 if unexpected_count(runs) == 0 and not incomplete(runs) else 1

@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Gate layers for faults: the daemon killed with SIGKILL, the kernel disabling the scheduler on
+//! SysRq-S, two instances started at once, SIGTERM while the BPF program is still loading, and
+//! the process database's file on a read-only directory, a full disk, a planted symlink and a
+//! corrupt file. In every case tasks keep running and nothing is left attached or half-written.
+
+use super::workload::{Mix, Progress};
+use super::*;
+use scx_pandemonium::cli::stress::{self, Load, StressConfig};
+use scx_pandemonium::procdb::{self, LoadOutcome, ProcDb};
+use std::ffi::CString;
+use std::os::unix::fs::symlink;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+fn counts(workers: &[Arc<Progress>]) -> Vec<u64> {
+    workers
+        .iter()
+        .map(|w| w.count.load(Ordering::Relaxed))
+        .collect()
+}
+
+/// A CPU hog and a 1 ms sleeper, the two shapes that must keep running whatever the daemon does.
+fn hog_and_sleeper() -> Mix {
+    let mut mix = Mix::new();
+    mix.named_hog("fault-hog").sleeper(
+        "fault-sleeper",
+        Duration::from_millis(1),
+        Duration::from_micros(50),
+    );
+    mix
+}
+
+/// Runs a hog and a sleeper for `total`, calls `fault` once at `at`, and checks that the kernel
+/// is back on its default scheduler within 10 s and that both workers progressed after it.
+fn fault_under_load(what: &str, total: Duration, at: Duration, mut fault: impl FnMut()) {
+    let mix = hog_and_sleeper();
+    let workers = mix.workers.clone();
+    let mut at_fault = None;
+    let mut disabled_after = None;
+    let reports = mix.run_for(total, |t| {
+        if at_fault.is_none() && t >= at {
+            fault();
+            at_fault = Some((t, counts(&workers)));
+        }
+        if let Some((t0, _)) = at_fault
+            && disabled_after.is_none()
+            && state() == "disabled"
+        {
+            disabled_after = Some(t - t0);
+        }
+    });
+    let (_, before) = at_fault.expect("the fault step did not run");
+    let took =
+        disabled_after.unwrap_or_else(|| panic!("{what}: sched_ext still {} at the end", state()));
+    eprintln!(
+        "gate {what}: sched_ext disabled {:.0} ms after the fault",
+        took.as_secs_f64() * 1e3
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "{what}: detach took {took:?}"
+    );
+    for (r, b) in reports.iter().zip(before) {
+        eprintln!(
+            "gate {what}: {:>14} progress {b} at the fault, {} at the end; worst wait {:?}",
+            r.name, r.count, r.worst_gap
+        );
+        assert!(r.count > b, "{what}: {} stopped after the fault", r.name);
+        assert!(
+            r.worst_gap < Duration::from_secs(5),
+            "{what}: {} waited {:?}",
+            r.name,
+            r.worst_gap
+        );
+    }
+}
+
+/// SIGKILL leaves no chance to detach: the kernel must do it when the link's last fd closes.
+pub fn layer_kill9() {
+    require_gate_environment();
+    let mut sched = SchedulerProc::start(&[]);
+    sched.wait_attached();
+    let pid = sched.pid();
+    fault_under_load(
+        "kill9",
+        Duration::from_secs(8),
+        Duration::from_secs(3),
+        || {
+            // SAFETY: plain kill(2) on our own child.
+            assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+        },
+    );
+    let st = sched.wait_exit(Duration::from_secs(10));
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&st),
+        Some(libc::SIGKILL)
+    );
+    let complaints = kernel_complaints(&kernel_log());
+    assert!(complaints.is_empty(), "{}", complaints.join("\n"));
+}
+
+/// SysRq-S: the kernel disables the scheduler on the user's request. The daemon says why and
+/// exits with status 0 (a deliberate detach, so systemd's Restart=on-failure leaves it off).
+pub fn layer_sysrq() {
+    require_gate_environment();
+    let mut sched = SchedulerProc::start(&["-v"]);
+    sched.wait_attached();
+    fault_under_load(
+        "sysrq",
+        Duration::from_secs(8),
+        Duration::from_secs(3),
+        || {
+            fs::write("/proc/sysrq-trigger", "S").expect("writing S to /proc/sysrq-trigger");
+        },
+    );
+    let st = sched.wait_exit(DETACH_TIMEOUT);
+    let out = sched.output();
+    assert_eq!(st.code(), Some(0), "exit status after SysRq-S:\n{out}");
+    assert!(out.contains("SysRq-S"), "no reason in the output:\n{out}");
+    assert_eq!(
+        out.matches("scheduler attached").count(),
+        1,
+        "the daemon re-attached after SysRq-S:\n{out}"
+    );
+    let log = kernel_log();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("disabled (") && l.contains("sysrq")),
+        "the kernel log does not show the SysRq-S disable"
+    );
+    let complaints: Vec<_> = kernel_complaints(&log)
+        .into_iter()
+        .filter(|l| !l.contains("sysrq"))
+        .collect();
+    assert!(complaints.is_empty(), "{}", complaints.join("\n"));
+}
+
+/// SIGTERM while the BPF program is still loading: a clean exit (status 0), nothing attached.
+pub fn layer_sigterm_load() {
+    require_gate_environment();
+    let mut sched = SchedulerProc::start(&[]);
+    let t0 = Instant::now();
+    while !sched.output().contains("loading BPF program") {
+        assert!(
+            sched.running(),
+            "exited before loading:\n{}",
+            sched.output()
+        );
+        assert!(t0.elapsed() < ATTACH_TIMEOUT, "never started loading");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    sched.signal(libc::SIGTERM);
+    let loaded = sched.output().contains("BPF program loaded");
+    let st = sched.wait_exit(ATTACH_TIMEOUT);
+    eprintln!(
+        "gate sigterm_load: SIGTERM {} the load finished; exit {st}",
+        if loaded { "after" } else { "before" }
+    );
+    assert!(st.success(), "exit after SIGTERM: {st}\n{}", sched.output());
+    assert!(
+        wait_state("disabled", Duration::from_secs(10)),
+        "state {}",
+        state()
+    );
+    let complaints = kernel_complaints(&kernel_log());
+    assert!(complaints.is_empty(), "{}", complaints.join("\n"));
+}
+
+/// Two instances started together: preflight cannot see the other one while it is still
+/// loading, so the kernel's refusal must also end in a clear message. Exactly one attaches and
+/// keeps running; the other exits with status 1, names the problem, and does not panic.
+/// (There is no second sched_ext scheduler binary in the guest; the `errors` layer covers a
+/// start beside an already-attached instance of ours, which the refusal names `pandemonium`.)
+pub fn layer_start_twice() {
+    require_gate_environment();
+    let mut a = SchedulerProc::start(&[]);
+    let mut b = SchedulerProc::start(&[]);
+    let t0 = Instant::now();
+    let (winner, loser) = loop {
+        assert!(t0.elapsed() < ATTACH_TIMEOUT, "neither instance finished");
+        match (a.running(), b.running()) {
+            (true, false) => break (&mut a, &mut b),
+            (false, true) => break (&mut b, &mut a),
+            (false, false) => panic!(
+                "both instances exited:\n{}\n----\n{}",
+                a.output(),
+                b.output()
+            ),
+            (true, true) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    };
+    let st = loser.wait_exit(Duration::from_secs(5));
+    let out = loser.output();
+    eprintln!("gate start_twice: the second instance said:\n{out}");
+    assert_eq!(st.code(), Some(1), "second instance: {st}\n{out}");
+    assert!(!out.contains("panicked"), "{out}");
+    assert!(
+        out.contains("already attached") || out.contains("another sched_ext scheduler"),
+        "the refusal does not say another scheduler is attached:\n{out}"
+    );
+    winner.wait_attached();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        winner.running(),
+        "the first instance died:\n{}",
+        winner.output()
+    );
+    assert_eq!(state(), "enabled");
+    winner.stop();
+}
+
+fn cstr(p: &Path) -> CString {
+    CString::new(p.as_os_str().as_encoded_bytes()).unwrap()
+}
+
+fn mount(src: &str, target: &Path, fstype: &str, flags: libc::c_ulong, data: &str) {
+    let (s, t, f, d) = (
+        CString::new(src).unwrap(),
+        cstr(target),
+        CString::new(fstype).unwrap(),
+        CString::new(data).unwrap(),
+    );
+    // SAFETY: valid NUL-terminated strings that outlive the call.
+    let rc = unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), flags, d.as_ptr().cast()) };
+    assert_eq!(
+        rc,
+        0,
+        "mount {src} on {}: {}",
+        target.display(),
+        std::io::Error::last_os_error()
+    );
+}
+
+fn umount(target: &Path) {
+    // SAFETY: a valid NUL-terminated path.
+    let rc = unsafe { libc::umount2(cstr(target).as_ptr(), libc::MNT_DETACH) };
+    assert_eq!(rc, 0, "umount {}", target.display());
+}
+
+/// Runs the scheduler beside a hog with a fresh name until the daemon has learned its profile
+/// (so it has something new to save), calls `during` while it runs, then stops it with SIGINT
+/// (asserting exit status 0) and returns its output. The scheduler must survive `during`.
+fn run_learning(tag: &str, during: impl FnOnce()) -> String {
+    let mut sched = SchedulerProc::start(&["-v"]);
+    sched.wait_attached();
+    let name = format!("pdb-{tag}");
+    let mut cfg = StressConfig::new(1);
+    cfg.load = Load::LongRunner;
+    cfg.name = Some(name.clone());
+    let load = stress::start(&cfg).expect("starting the hog");
+    let t0 = Instant::now();
+    while !maps::read_profiles().contains_key(&name) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{name} was never profiled"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // Two control-loop ticks, so the daemon has read the published profile.
+    std::thread::sleep(Duration::from_millis(2500));
+    during();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        sched.running(),
+        "the scheduler died after the fault:\n{}",
+        sched.output()
+    );
+    load.finish().expect("stopping the hog");
+    sched.stop();
+    sched.output()
+}
+
+fn entries(path: &Path) -> usize {
+    match ProcDb::load(path, procdb::DEFAULT_CAPACITY).1 {
+        LoadOutcome::Loaded { entries, .. } => entries,
+        other => panic!("{} does not load: {other}", path.display()),
+    }
+}
+
+/// The process database's file under attack. Each case runs the adaptive scheduler under load
+/// and stops it, which saves the database: the scheduler keeps running and exits 0, and the
+/// file that was there before is never destroyed or written through.
+pub fn layer_procdb_faults() {
+    require_gate_environment();
+    if gate_args().iter().any(|a| a == "--no-adaptive") {
+        eprintln!("gate procdb_faults: BPF-only mode keeps no procdb; nothing to check");
+        return;
+    }
+    let path = procdb::default_path().expect("no procdb path for root");
+    let dir = path.parent().unwrap().to_path_buf();
+    fs::create_dir_all(&dir).unwrap();
+    for e in fs::read_dir(&dir).unwrap().flatten() {
+        let _ = fs::remove_file(e.path());
+    }
+
+    // A corrupt file is set aside byte for byte, and a good one is written in its place.
+    let garbage = b"PANDPDB\0 but not really a database".to_vec();
+    fs::write(&path, &garbage).unwrap();
+    let out = run_learning("corrupt", || {});
+    assert!(
+        out.contains("moved it to"),
+        "corrupt file not reported:\n{out}"
+    );
+    let aside: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().contains(".corrupt-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "set-aside files: {aside:?}");
+    assert_eq!(
+        fs::read(&aside[0]).unwrap(),
+        garbage,
+        "the corrupt file changed"
+    );
+    let n = entries(&path);
+    assert!(n > 0, "the new procdb is empty");
+    eprintln!("gate procdb_faults: corrupt file set aside, new file has {n} profiles");
+    let good = fs::read(&path).unwrap();
+
+    // A read-only directory (even root cannot write through a read-only mount).
+    let out = run_learning("ro", || {
+        mount(&dir.to_string_lossy(), &dir, "", libc::MS_BIND, "");
+        mount(
+            "",
+            &dir,
+            "",
+            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY,
+            "",
+        );
+    });
+    umount(&dir);
+    assert!(
+        out.contains("procdb: cannot save"),
+        "no save warning:\n{out}"
+    );
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        good,
+        "read-only: the old file changed"
+    );
+    eprintln!("gate procdb_faults: read-only directory: save refused, old file intact");
+
+    // A full disk: a tiny tmpfs holding the good file and a filler up to the last byte.
+    mount("tmpfs", &dir, "tmpfs", 0, "size=64k,mode=0700");
+    fs::write(&path, &good).unwrap();
+    let filler = dir.join("filler");
+    let mut f = fs::File::create(&filler).unwrap();
+    while std::io::Write::write_all(&mut f, &[0u8; 512]).is_ok() {}
+    drop(f);
+    let out = run_learning("full", || {});
+    let leftovers: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    let kept = fs::read(&path).unwrap();
+    umount(&dir);
+    assert!(
+        out.contains("procdb: cannot save"),
+        "no save warning:\n{out}"
+    );
+    assert_eq!(kept, good, "full disk: the old file changed");
+    assert_eq!(
+        leftovers.len(),
+        2,
+        "temp files left on the full disk: {leftovers:?}"
+    );
+    eprintln!("gate procdb_faults: full disk: save failed, old file intact, no temp left");
+
+    // A symlink planted at the database's path while root runs: neither followed nor replaced.
+    let victim = std::env::temp_dir().join("pdb-victim");
+    fs::write(&victim, b"somebody else's file").unwrap();
+    let out = run_learning("link", || {
+        fs::remove_file(&path).unwrap();
+        symlink(&victim, &path).unwrap();
+    });
+    assert!(out.contains("symlink"), "no symlink refusal:\n{out}");
+    assert_eq!(fs::read(&victim).unwrap(), b"somebody else's file");
+    assert!(
+        fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    fs::remove_file(&path).unwrap();
+    eprintln!("gate procdb_faults: planted symlink: not followed, not replaced");
+}

@@ -1,0 +1,299 @@
+#!/bin/sh
+# Guest side of `pandemonium.py bench-stress` (busybox sh; runs as root in the VM).
+#
+# usage: driver.sh DURATION_S "SCHEDULER ARGS" WORKLOAD...
+#
+# Starts scx_pandemonium once and runs each workload for DURATION_S seconds beside a progress
+# monitor (a duty-cycled `scx_pandemonium stress` worker that reports the longest time it went
+# without the CPU). The scheduler is restarted only if it died; every stop has a deadline, so a
+# hang on exit is recorded instead of stalling the whole run. Results go to /results:
+#   cells.txt       one "cell key=value..." line per workload (parsed by tests/stress/results.py)
+#   W.*.json        the JSON reports of the stress tools of workload W
+#   sched.log       the scheduler's -v output, with "@@ begin W" / "@@ end W" markers
+#   dmesg.txt       the kernel log, with "pandemonium-stress: begin W" markers
+# Exit status: 0 when every step ran (the verdict is the host's job), 2 on bad usage.
+
+D=$1
+MODE=$2
+[ -n "$D" ] && [ "$D" -gt 0 ] 2>/dev/null || { echo "usage: driver.sh DURATION_S ARGS W..." >&2; exit 2; }
+shift 2
+R=/results
+N=$(nproc)
+H=$((N - 1))                  # the hot-plugged CPU (cpu0 usually cannot go offline)
+SLOG=$R/sched.log
+CELLS=$R/cells.txt
+GRACE=180                     # seconds a workload may overrun before it counts as hung
+ATTACH_S=400                  # BPF loading under TCG has taken ~100 s
+STOP_S=60
+SPID=
+STARTS=0
+PRESTOP=-
+mkdir -p $R
+: > $CELLS
+
+note() {
+    echo "@@ $*" >> $SLOG
+    echo "pandemonium-stress: $*" > /dev/kmsg
+    echo "stress-driver: $*"
+}
+
+# alive PID: the process exists and is not a zombie.
+alive() {
+    st=$(sed 's/.*) //' /proc/$1/stat 2>/dev/null | cut -d' ' -f1)
+    [ -n "$st" ] && [ "$st" != Z ]
+}
+
+# wait_gone PID SECONDS: 0 if it ended in time.
+wait_gone() {
+    i=0
+    while alive $1; do
+        [ $i -ge $(($2 * 5)) ] && return 1
+        sleep 0.2
+        i=$((i + 1))
+    done
+    return 0
+}
+
+sched_state() { cat /sys/kernel/sched_ext/state 2>/dev/null || echo absent; }
+
+start_sched() {
+    scx_pandemonium -v $MODE >> $SLOG 2>&1 &
+    SPID=$!
+    i=0
+    while [ "$(sched_state)" != enabled ]; do
+        alive $SPID || { wait $SPID; echo "start failed: exit $?" >> $SLOG; SPID=; return 1; }
+        [ $i -ge $((ATTACH_S * 2)) ] && { echo "start: not attached in ${ATTACH_S}s" >> $SLOG; return 1; }
+        sleep 0.5
+        i=$((i + 1))
+    done
+    note "attached pid $SPID"
+}
+
+# stop_sched: SIGINT, then exit within STOP_S. Sets STOP_RC (exit status or "hang").
+stop_sched() {
+    STOP_RC=none
+    [ -n "$SPID" ] || return 0
+    kill -INT $SPID 2>/dev/null
+    if wait_gone $SPID $STOP_S; then
+        wait $SPID
+        STOP_RC=$?
+    else
+        STOP_RC=hang
+        note "scheduler pid $SPID did not exit within ${STOP_S}s"
+        cat /proc/$SPID/stack >> $SLOG 2>/dev/null
+        echo w > /proc/sysrq-trigger
+    fi
+    SPID=
+}
+
+# The workloads. Each runs about D seconds and returns 0 when everything in it completed.
+# T bounds any single command so that a hung workload is recorded and the run moves on.
+T=$((D + GRACE))
+bg() { timeout $T "$@" & }
+stress() { timeout $T scx_pandemonium stress --duration-s $D "$@"; }
+
+# until_end CMD...: repeats CMD until D seconds are up; fails on the first failure.
+until_end() {
+    end=$(($(date +%s) + D))
+    n=0
+    while [ "$(date +%s)" -lt $end ]; do
+        timeout $T "$@" > /dev/null 2>&1 || { echo "$* failed ($?) after $n runs"; return 1; }
+        n=$((n + 1))
+    done
+    echo "$n runs of $1"
+}
+
+# waitall PID...: 0 only if every PID exited 0.
+waitall() {
+    rc=0
+    for p in "$@"; do wait $p || rc=1; done
+    return $rc
+}
+
+wl_hogs() { stress --workers $((4 * N)) --long-runner --name st-hog > $R/$W.hogs.json; }
+
+wl_forkexec() {
+    pids=
+    for _ in $(seq $N); do
+        until_end /bin/busybox true > /dev/null & pids="$pids $!"
+    done
+    waitall $pids
+}
+
+wl_hackbench_proc() { until_end hackbench -P -p -g 2 -f 10 -l 200; }
+wl_hackbench_thread() { until_end hackbench -T -p -g 2 -f 10 -l 200; }
+wl_pipe() { timeout $T stress-ng --pipe $N --pipe-data-size 8 -t $D --metrics-brief; }
+
+# Two hogs pinned to cpu H, re-pinned after every replug (the kernel breaks the affinity of
+# tasks whose only CPU goes away), beside N unpinned hogs; cpu H goes offline and back each
+# second.
+wl_hotplug() {
+    if [ $N -lt 2 ]; then echo "hotplug needs 2 CPUs"; return 0; fi
+    stress --workers 2 --long-runner --name st-pinned > $R/$W.pinned.json & pp=$!
+    stress --workers $N --long-runner --name st-hog > $R/$W.hogs.json & hp=$!
+    mask=$(printf '%x' $((1 << H)))
+    end=$(($(date +%s) + D))
+    flips=0
+    bad=0
+    sleep 0.5
+    while [ "$(date +%s)" -lt $end ]; do
+        for t in /proc/$pp/task/*; do taskset -p $mask ${t##*/} > /dev/null 2>&1; done
+        sleep 1
+        timeout 30 sh -c "echo 0 > /sys/devices/system/cpu/cpu$H/online" || bad=$((bad + 1))
+        sleep 1
+        timeout 30 sh -c "echo 1 > /sys/devices/system/cpu/cpu$H/online" || bad=$((bad + 1))
+        flips=$((flips + 1))
+    done
+    echo 1 > /sys/devices/system/cpu/cpu$H/online 2>/dev/null
+    echo "cpu$H unplugged and replugged $flips times, $bad failed writes"
+    waitall $pp $hp && [ $bad -eq 0 ]
+}
+
+wl_mixed() {
+    bg stress-ng --cpu $N --sched batch -t $D; b=$!
+    bg stress-ng --cpu $N --sched idle -t $D; i=$!
+    stress --workers $N --nice 10 --name st-nice10 > $R/$W.nice10.json & n1=$!
+    stress --workers $N --nice -10 --name st-nice-10 > $R/$W.nice-10.json & n2=$!
+    waitall $b $i $n1 $n2
+}
+
+# An RT (SCHED_FIFO) hog on cpu H never reaches sched_ext: the kernel's RT throttling
+# (sched_rt_runtime_us, 950 ms per second) and its fair/ext server leave the rest of cpu H to
+# the ext tasks queued there.
+wl_rt_hog() {
+    bg stress-ng --cpu 1 --sched fifo --sched-prio 10 --taskset $H -t $D; r=$!
+    stress --workers $((2 * N)) --long-runner --name st-hog > $R/$W.hogs.json & h=$!
+    waitall $r $h
+}
+
+wl_threads() { timeout $T stress-ng --pthread $N --pthread-max 256 -t $D --metrics-brief; }
+
+wl_affinity() {
+    bg stress-ng --affinity $N --affinity-rand -t $D --metrics-brief; a=$!
+    stress --workers $N --name st-yield > $R/$W.yield.json & y=$!
+    waitall $a $y
+}
+
+wl_stressng() {
+    timeout $T stress-ng --switch $N --fork $N --yield $N --futex $N --mutex $N -t $D \
+        --metrics-brief
+}
+
+wl_schedpolicy() { timeout $T stress-ng --schedpolicy $N -t $D --metrics-brief; }
+
+# A build-shaped job: make -j over 300 generated "compile" steps (busybox gzip + sha256sum on
+# small generated sources; the guest has no compiler) and a final "link", repeated until D.
+wl_build() {
+    src=/tmp/build
+    rm -rf $src
+    mkdir -p $src/s $src/o
+    for i in $(seq 300); do seq $((i * 7)) > $src/s/f$i.c; done
+    {
+        printf 'SRC := $(wildcard s/*.c)\nOBJ := $(SRC:s/%%.c=o/%%.o)\n'
+        printf 'all: prog\nprog: $(OBJ)\n\tcat $^ | sha256sum > $@\n'
+        printf 'o/%%.o: s/%%.c\n\tgzip -c $< | sha256sum > $@\n'
+        printf 'clean:\n\trm -f o/*.o prog\n'
+    } > $src/Makefile
+    until_end sh -c "make -C $src -s clean && make -C $src -s -j$((2 * N)) all"
+}
+
+# The VM-monitor shape: an I/O thread that wakes every 2 ms beside CPU-bound "vCPU" threads.
+wl_vmmon() {
+    stress --workers 1 --run-us 100 --sleep-us 2000 --name vm-iothread > $R/$W.iothread.json & io=$!
+    stress --workers $N --long-runner --name vm-vcpu > $R/$W.vcpu.json & vc=$!
+    waitall $io $vc
+}
+
+# The sched-ext/scx CI check, as it is written there; our own instance is stopped first.
+wl_scxci() {
+    stop_sched
+    PRESTOP=$STOP_RC
+    echo "scxci: stopping the long-running instance: $STOP_RC"
+    stress-ng -t 31 --aggressive -M -c $N -f $N --affinity 1 --affinity-delay 1 --affinity-pin \
+        > $R/$W.stress-ng.txt 2>&1 &
+    sp=$!
+    timeout -s TERM 45 scx_pandemonium -v $MODE > $R/$W.sched.log 2>&1 &
+    tp=$!
+    if wait_gone $tp $((45 + STOP_S)); then
+        wait $tp
+        CI_RC=$?
+    else
+        CI_RC=hang
+        echo w > /proc/sysrq-trigger
+    fi
+    wait $sp
+    echo "scx_pandemonium exit status after SIGTERM: $CI_RC"
+    [ "$CI_RC" = 0 ]
+}
+
+# gap FILE: worst_gap_ns of a stress JSON report, or - if there is none.
+gap() {
+    v=$(sed -n 's/.*"worst_gap_ns":\([0-9]*\),"per_worker".*/\1/p' "$1" 2>/dev/null)
+    echo "${v:--}"
+}
+
+worst_load() {
+    w=-
+    for f in $R/$1.*.json; do
+        case $f in *.monitor.json|*'*'*) continue ;; esac
+        v=$(gap $f)
+        [ "$v" = - ] && continue
+        if [ "$w" = - ] || [ "$v" -gt "$w" ]; then w=$v; fi
+    done
+    echo $w
+}
+
+# rescues W: the -v telemetry's per-second rescue counts summed between W's markers.
+rescues() {
+    awk -v b="@@ begin $1" -v e="@@ end $1" '
+        $0 == b { on = 1; s = 0; next }
+        $0 == e { on = 0 }
+        on && /^d\/s:/ && match($0, /rescue: [0-9]+/) { s += substr($0, RSTART + 8, RLENGTH - 8) }
+        END { print s + 0 }' $SLOG
+}
+
+# Memory left and kernel memory that cannot be reclaimed: a leak (e.g. frees waiting on an RCU
+# grace period that never ends) shows up here cell by cell.
+meminfo() {
+    awk '/^MemAvailable:/{a=$2} /^SUnreclaim:/{u=$2} END{printf "mem_avail_kb=%s sunreclaim_kb=%s", a, u}' \
+        /proc/meminfo
+}
+
+run_cell() {
+    W=$1
+    case $W in scxci) ;; *)
+        if [ -z "$SPID" ] || ! alive $SPID; then
+            [ -n "$SPID" ] && { wait $SPID; echo "scheduler exit $? before $W" >> $SLOG; }
+            STARTS=$((STARTS + 1))
+            start_sched || { echo "cell workload=$W rc=noattach sched_alive=0" >> $CELLS; return; }
+        fi
+    esac
+    fn=wl_$(echo $W | tr - _)
+    note "begin $W"
+    stress --workers 1 --run-us 200 --sleep-us 3000 --name st-monitor > $R/$W.monitor.json &
+    mp=$!
+    t0=$(date +%s)
+    $fn > $R/$W.out.txt 2>&1
+    wrc=$?
+    wait $mp
+    mrc=$?
+    secs=$(($(date +%s) - t0))
+    salive=0
+    if [ -n "$SPID" ] && alive $SPID; then salive=1; fi
+    sexit=-
+    if [ $salive = 0 ] && [ -n "$SPID" ]; then wait $SPID; sexit=$?; SPID=; fi
+    [ "$W" = scxci ] && sexit=$CI_RC
+    note "end $W"
+    # Also on the console: if the guest wedges, /results never reaches the host, the console does.
+    echo "cell workload=$W rc=$wrc monitor_rc=$mrc secs=$secs sched_alive=$salive" \
+        "sched_exit=$sexit prestop=$PRESTOP state=$(sched_state) mon_ns=$(gap $R/$W.monitor.json)" \
+        "load_ns=$(worst_load $W) rescues=$(rescues $W) $(meminfo)" | tee -a $CELLS
+    PRESTOP=-
+}
+
+echo "stress-driver: $N CPUs, ${D}s per workload, scheduler args '$MODE', workloads: $*"
+for w in "$@"; do run_cell $w; done
+stop_sched
+echo "final stop=$STOP_RC starts=$STARTS state=$(sched_state)" | tee -a $CELLS
+dmesg > $R/dmesg.txt
+exit 0

@@ -1,0 +1,76 @@
+"""The stress matrix's workloads and axes. Each workload name has a `wl_<name>` function (dashes
+become underscores) in driver.sh, which runs it in the guest; this module only names them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DRIVER = Path(__file__).resolve().parent / "driver.sh"
+GUEST_DRIVER = "/usr/local/bin/stress-driver.sh"
+
+# name -> what it is (shown by --help and in the report).
+WORKLOADS = {
+    "hogs": "CPU hogs, 4x oversubscribed (long-runners that never yield)",
+    "forkexec": "fork/exec storm: one shell per CPU exec'ing `true` in a loop",
+    "hackbench-proc": "hackbench, process mode over pipes, repeated",
+    "hackbench-thread": "hackbench, thread mode over pipes, repeated",
+    "pipe": "pipe ping-pong (stress-ng --pipe, 8-byte writes)",
+    "mixed": "nice 10 and -10 workers beside SCHED_BATCH and SCHED_IDLE CPU stressors",
+    "rt-hog": "a SCHED_FIFO hog on the last CPU beside 2x hogs (RT never reaches sched_ext)",
+    "threads": "short-lived threads (stress-ng --pthread, up to 256 at a time per worker)",
+    "affinity": "tasks changing CPU affinity constantly (stress-ng --affinity) beside yielders",
+    "stressng": "stress-ng --switch --fork --yield --futex --mutex",
+    "build": "make -j over 300 generated steps (busybox gzip/sha256sum: no compiler in the guest)",
+    "vmmon": "an I/O thread waking every 2 ms beside one CPU-bound 'vCPU' thread per CPU",
+    "scxci": "the sched-ext/scx CI check: stress-ng beside `timeout -s TERM 45 scx_pandemonium -v`",
+    # Late: its workers switch themselves to SCHED_FIFO/RR/DEADLINE, and on kernels without a
+    # deadline server for sched_ext (6.18) RT tasks that keep every CPU busy starve all ext tasks,
+    # RCU's grace-period kthread included; the guest has wedged there.
+    "schedpolicy": "stress-ng --schedpolicy: workers cycling through every scheduling policy",
+    # Last: after a hotplug under load the guest's RCU has wedged (README "Known problems"),
+    # which would spoil every cell after it.
+    "hotplug": "2 hogs pinned to the last CPU while it is unplugged/replugged each second",
+}
+
+# Thousands of short-lived threads and forks need headroom beyond the harness's 2 GB default.
+GUEST_MEM_MB = 3072
+
+MODES = {"adaptive": "", "no-adaptive": "--no-adaptive"}
+
+# Host programs the guest needs (Debian package -> program).
+TOOL_PACKAGES = {"stress-ng": "stress-ng", "rt-tests": "hackbench", "make": "make"}
+
+QUICK = {"cpus": [2], "kernels": ["default"], "modes": ["adaptive"], "duration": 8}
+FULL = {"cpus": [2, 4], "kernels": ["default", "latest"], "modes": list(MODES), "duration": 300}
+
+
+def parse_list(spec: str, known: list[str] | None, what: str) -> list[str]:
+    """A comma-separated list; every item must be in `known` (if given). Raises ValueError."""
+    items = [s.strip() for s in spec.split(",") if s.strip()]
+    if not items:
+        raise ValueError(f"{what}: empty list")
+    if known is not None:
+        bad = [i for i in items if i not in known]
+        if bad:
+            raise ValueError(f"{what}: unknown {', '.join(bad)}; known: {', '.join(known)}")
+    return items
+
+
+def parse_cpus(spec: str) -> list[int]:
+    out = []
+    for item in parse_list(spec, None, "--cpus"):
+        if not item.isdigit() or not 1 <= int(item) <= 64:
+            raise ValueError(f"--cpus: {item!r} is not a vCPU count from 1 to 64")
+        out.append(int(item))
+    return out
+
+
+def progress_timeout(duration: int) -> float:
+    """Longest a healthy guest goes without a driver progress line: a BPF load of up to 400 s
+    before the first workload, or a workload plus the driver's 180 s grace and a stop."""
+    return max(600.0, duration + 180 + 240)
+
+
+def vm_timeout(n_workloads: int, duration: int) -> float:
+    """Boot, a BPF load of up to 400 s, every workload with slack, the scx CI cell, a stop."""
+    return 120 + 400 + n_workloads * (duration + 120) + 120 + 60

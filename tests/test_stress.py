@@ -1,0 +1,195 @@
+"""Host tests of bench-stress's pure parts: the guest result parsing, the verdicts, the report, the
+argument checks, and that every workload the host names exists in the guest driver."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pandemonium_common import PROJECT_ROOT
+from tests.stress import workloads as wl
+from tests.stress.report import Run, markdown_table, summary, unexpected_count
+from tests.stress.watch import ProgressWatch, progress_count
+from tests.stress.results import kernel_complaints, read_run, rescues_by_workload, split_kmsg
+
+STALL = ('[44.3] sched_ext: BPF scheduler "pandemonium_0.1.0" disabled (runnable task stall)')
+UNREG = ('[33.9] sched_ext: BPF scheduler "pandemonium_0.1.0" disabled '
+         '(unregistered from user space)')
+ENABLED = '[3.8] sched_ext: BPF scheduler "pandemonium_0.1.0" enabled'
+
+
+def _cell(w: str, **kv: str) -> str:
+    base = {"rc": "0", "monitor_rc": "0", "secs": "5", "sched_alive": "1", "sched_exit": "-",
+            "prestop": "-", "state": "enabled"}
+    base.update(kv)
+    return "cell workload=" + w + " " + " ".join(f"{k}={v}" for k, v in base.items())
+
+
+def _report(worst_ns: int) -> str:
+    return json.dumps({"tool": "stress", "worst_gap_ns": worst_ns, "per_worker": []})
+
+
+@pytest.fixture
+def results(tmp_path):
+    """A guest /results as driver.sh leaves it: hogs fine, pipe killed the scheduler, scxci
+    failed the CI check after a stall ejection."""
+    (tmp_path / "cells.txt").write_text("\n".join([
+        _cell("hogs"),
+        _cell("pipe", rc="1", sched_alive="0", sched_exit="1"),
+        _cell("scxci", rc="1", sched_alive="0", sched_exit="1", prestop="0", state="disabled"),
+        "final stop=none starts=2 state=disabled",
+    ]) + "\n")
+    (tmp_path / "dmesg.txt").write_text("\n".join([
+        ENABLED, "[4.2] pandemonium-stress: begin hogs", "[5.0] random line",
+        "[9.4] pandemonium-stress: end hogs", "[9.5] pandemonium-stress: begin pipe",
+        "[10.0] WARNING: CPU: 1 PID: 7 at kernel/sched/ext.c:123", "[33.8] pandemonium-stress: "
+        "begin scxci", UNREG, ENABLED, STALL]) + "\n")
+    (tmp_path / "sched.log").write_text("\n".join([
+        "pandemonium: scheduler attached", "d/s: 9 rescue: 4 [HEAVY]", "@@ begin hogs",
+        "d/s: 10 idle: 0% rescue: 3 [HEAVY]", "d/s: 12 idle: 0% rescue: 5 [HEAVY]", "@@ end hogs",
+        "@@ begin pipe", "d/s: 1 rescue: 0 [LIGHT]", "@@ end pipe"]) + "\n")
+    (tmp_path / "hogs.monitor.json").write_text(_report(16_000_000))
+    (tmp_path / "hogs.hogs.json").write_text(_report(216_000_000))
+    (tmp_path / "hogs.other.json").write_text(_report(12_000_000))
+    (tmp_path / "pipe.monitor.json").write_text("")  # killed before it printed
+    return tmp_path
+
+
+def test_complaints_are_stalls_error_disables_and_warnings_not_our_own_stop():
+    rcu = "[111.1] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:"
+    lines = [ENABLED, UNREG, STALL, "[1.0] BUG: unable to handle page fault", "[2.0] ordinary",
+             rcu, "[111.2] rcu: \tTasks blocked on level-0 rcu_node (CPUs 0-1): P9440/1:b..l"]
+    assert kernel_complaints(lines) == [STALL, "[1.0] BUG: unable to handle page fault", rcu]
+
+
+def test_kernel_log_is_split_at_the_begin_markers():
+    segs = split_kmsg(ENABLED + "\n[1] pandemonium-stress: begin a\nx\n"
+                      "[2] pandemonium-stress: begin b\ny\nz\n", ["a", "b", "c"])
+    assert segs == {"a": [ENABLED, "x"], "b": ["y", "z"], "c": []}
+
+
+def test_rescues_are_summed_between_the_markers_only():
+    assert rescues_by_workload("d/s: 1 rescue: 9\n@@ begin a\nd/s: 1 rescue: 2\nfoo rescue: 50\n"
+                               "d/s: 2 rescue: 3\n@@ end a\nd/s: 1 rescue: 7\n") == {"a": 5}
+
+
+def test_a_good_cell_completes_with_its_waits_and_rescues(results):
+    cells, problems = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe", "scxci"], 5, 0)
+    hogs = cells[0]
+    assert (hogs.completed, hogs.unexpected) == (True, [])
+    assert (hogs.monitor_wait_ms, hogs.load_wait_ms, hogs.rescues) == (16.0, 216.0, 8)
+    assert problems == []
+
+
+def test_a_dead_scheduler_and_a_failed_ci_check_are_unexpected(results):
+    cells, _ = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe", "scxci"], 5, 0)
+    pipe, scxci = cells[1], cells[2]
+    assert not pipe.completed
+    assert pipe.unexpected[0] == "scheduler exited during the workload (status 1)"
+    assert any("WARNING: CPU: 1" in u for u in pipe.unexpected)
+    assert pipe.monitor_wait_ms is None and pipe.load_wait_ms is None
+    assert scxci.unexpected == ["scx CI check: exit status 1 after SIGTERM", f"kernel: {STALL}"]
+
+
+def test_workloads_the_guest_never_reached_and_hangs_are_counted(results):
+    (results / "cells.txt").write_text(_cell("hogs", prestop="hang") + "\nfinal stop=hang\n")
+    cells, problems = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe"], 5, 124)
+    assert cells[0].unexpected == ["scheduler hung on exit (SIGINT)"]
+    assert cells[1].unexpected[0] == "not run: the guest ended before this workload"
+    assert "WARNING: CPU: 1" in cells[1].unexpected[1]
+    assert problems == ["scheduler hung on the final stop (SIGINT)",
+                        "guest command exit status 124"]
+    run = Run("6.18", 2, "adaptive", 124, 60.0, cells, problems)
+    assert unexpected_count([run]) == 5
+
+
+def test_no_results_at_all_is_a_failed_run_not_a_crash():
+    cells, problems = read_run(None, "7.3", 4, "no-adaptive", ["hogs"], 5, 125)
+    assert cells[0].unexpected and not cells[0].completed
+    assert problems == ["guest command exit status 125"]
+
+
+def test_a_wedged_guest_is_read_from_its_console_log(tmp_path):
+    console = tmp_path / "vm-console.log"
+    console.write_text("\n".join([
+        "[4.2] pandemonium-stress: begin hogs",
+        _cell("hogs", mon_ns="17000000", load_ns="216000000", rescues="42",
+              mem_avail_kb="2048000"),
+        "[9.5] pandemonium-stress: begin threads", STALL,
+        "timeout: vfork: Cannot allocate memory"]) + "\n")
+    cells, problems = read_run(None, "6.18", 2, "adaptive", ["hogs", "threads"], 5, 125,
+                               console=console)
+    hogs, threads = cells
+    assert (hogs.completed, hogs.unexpected) == (True, [])
+    assert (hogs.monitor_wait_ms, hogs.load_wait_ms, hogs.mem_avail_mb) == (17.0, 216.0, 2000)
+    assert hogs.rescues == 42
+    assert threads.unexpected == ["not run: the guest ended before this workload",
+                                  f"kernel: {STALL}"]
+    assert problems == ["guest command exit status 125"]
+
+
+def test_report_table_and_summary(results):
+    cells, problems = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe", "scxci"], 5, 0)
+    runs = [Run("6.18", 2, "adaptive", 0, 100.0, cells, problems)]
+    table = markdown_table(runs).splitlines()
+    assert table[0].startswith("| kernel | vCPUs | mode | workload |")
+    assert len(table) == 2 + 3
+    assert "| hogs | yes | 0 | 16 | 216 | 8 |" in table[2]
+    assert "| pipe | NO | 2 | - | - | 0 |" in table[3]
+    text = summary(runs)
+    assert text.splitlines()[0] == "unexpected exits: 4"
+    assert "incomplete workloads: 2" in text
+
+
+def test_every_workload_has_a_guest_function():
+    driver = wl.DRIVER.read_text()
+    defined = set(re.findall(r"^wl_(\w+)\(\)", driver, re.M))
+    assert {w.replace("-", "_") for w in wl.WORKLOADS} == defined
+
+
+@pytest.mark.parametrize("spec,error", [
+    ("", "empty"), ("hogs,nope", "unknown nope"),
+])
+def test_lists_are_checked(spec, error):
+    with pytest.raises(ValueError, match=error):
+        wl.parse_list(spec, list(wl.WORKLOADS), "--workloads")
+
+
+@pytest.mark.parametrize("spec", ["0", "x", "2,65", "-1"])
+def test_cpu_counts_are_checked(spec):
+    with pytest.raises(ValueError, match="--cpus"):
+        wl.parse_cpus(spec)
+
+
+def test_cli_help_and_bad_arguments():
+    tool = [sys.executable, str(PROJECT_ROOT / "pandemonium.py"), "bench-stress"]
+    ok = subprocess.run(tool + ["--help"], capture_output=True, text=True)
+    assert ok.returncode == 0 and "scxci" in ok.stdout and "--quick" in ok.stdout
+    for args, msg in ([["--workloads", "bogus"], "unknown bogus"],
+                      [["--duration", "0"], "--duration"], [["--cpus", "two"], "--cpus"]):
+        bad = subprocess.run(tool + args, capture_output=True, text=True)
+        assert bad.returncode == 2, bad.stderr
+        assert msg in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_progress_lines_are_counted():
+    assert progress_count("stress-driver: begin a\n[1] x\ncell workload=a rc=0\nfoo\n") == 2
+
+
+def test_the_watch_fires_only_without_progress(tmp_path):
+    console = tmp_path / "vm-console.log"
+    console.write_text("stress-driver: begin a\n")
+    with ProgressWatch(console, stall_s=0.3, poll_s=0.05) as quiet:
+        time.sleep(0.8)
+    assert quiet.fired
+    with ProgressWatch(console, stall_s=0.3, poll_s=0.05) as busy:
+        for i in range(8):
+            with console.open("a") as f:
+                f.write(f"cell workload=w{i} rc=0\n")
+            time.sleep(0.1)
+    assert not busy.fired
