@@ -5,8 +5,8 @@
 //!
 //! Layers: load (with one CPU hotplug cycle), errors, classify, topology, verifier, adaptive,
 //! watchdog, latency, responsiveness, stats, status, hotplug (four cycles) and the faults (kill9,
-//! sysrq, sigterm_load, start_twice, procdb_faults) run in full_gate, in that order. `contention`
-//! and `starvation` (not yet validated across runs) run only when asked for with --gate.
+//! sysrq, sigterm_load, start_twice, procdb_faults), contention and starvation run in full_gate,
+//! in that order; `--gate LAYER` runs one alone.
 
 mod gate_support;
 
@@ -473,9 +473,10 @@ fn full_gate() {
     faults::layer_start_twice();
     faults::layer_procdb_faults();
     eprintln!("gate full_gate: faults passed");
-    for layer in ["contention", "starvation"] {
-        eprintln!("GATE-SKIP {layer}: not in full_gate yet (run it with --gate {layer})");
-    }
+    stall::layer_contention();
+    eprintln!("gate full_gate: contention passed");
+    stall::layer_starvation();
+    eprintln!("gate full_gate: starvation passed");
 }
 
 /// One `--stats` / `--monitor` block as field name -> the rest of its line.

@@ -18,6 +18,8 @@ KNOWN_LAYERS = ["load", "hotplug", "errors", "classify", "topology", "verifier",
                 "latency", "responsiveness", "contention", "starvation", "stats", "status",
                 "full_gate"]
 GUEST_GATE = "/usr/local/bin/gate"
+# full_gate runs ~6 min of guest time at 2 vCPUs under TCG; a loaded host stretches that.
+GATE_TIMEOUT_S = 1800
 # The status layer's sysfs captures under the guest's /results (STATUS_DIR in tests/gate.rs).
 STATUS_DIR = "sched_ext_status"
 # What `./pandemonium.py status` must say about each capture.
@@ -120,7 +122,7 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
         cmd = [GUEST_GATE, "--ignored", "--test-threads=1", "--exact", "--nocapture", *runnable]
         env = {"PANDEMONIUM_GATE_ARGS": extra_args} if extra_args else None
         res = run_in_vm(cmd, cpus=cpus, kernel=kernel, accel=accel, add=[(str(gate), GUEST_GATE)],
-                        env=env, extra_cmdline=GATE_CMDLINE)
+                        env=env, extra_cmdline=GATE_CMDLINE, timeout=GATE_TIMEOUT_S)
         rc = res.rc
         if rc == 0 and ("status" in runnable or "full_gate" in runnable):
             problems = check_status_captures(res.out_dir)
