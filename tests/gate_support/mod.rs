@@ -366,14 +366,17 @@ pub fn stuck_tasks(log: &[String]) -> String {
 }
 
 /// Kernel log lines that mean the scheduler misbehaved: a stall ejection, an error exit, or a
-/// kernel warning. A plain "unregistered from user space" detach is the expected ending.
+/// kernel warning. A plain "unregistered from user space" detach is the expected ending, and a
+/// SysRq-S disable is the operator's (the sysrq layer asks for one; later layers read the same
+/// log since boot).
 pub fn kernel_complaints(log: &[String]) -> Vec<String> {
     log.iter()
         .filter(|l| {
             l.contains("runnable task stall")
                 || (l.contains("sched_ext")
                     && l.contains("disabled (")
-                    && !l.contains("unregistered from user space"))
+                    && !l.contains("unregistered from user space")
+                    && !l.contains("disabled by sysrq-S"))
                 || l.contains("BUG:")
                 || l.contains("WARNING:")
         })
