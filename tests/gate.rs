@@ -10,7 +10,7 @@
 
 mod gate_support;
 
-use gate_support::workload::Mix;
+use gate_support::workload::{self, Mix};
 use gate_support::*;
 use scx_pandemonium::bpf_intf::Tier;
 use scx_pandemonium::layout::Layout;
@@ -97,13 +97,7 @@ fn run_load(cycles: u32, run: Duration) {
         "CPU set did not return to its original state"
     );
 
-    for r in &reports {
-        eprintln!(
-            "gate load: {:>7} progress {:>8}  worst wait {:?}",
-            r.name, r.count, r.worst_gap
-        );
-        assert!(r.count > 0, "{} made no progress under pandemonium", r.name);
-    }
+    workload::assert_all_progressed("load", &reports);
     assert!(
         sched.running(),
         "scheduler died during the load:\n{}",
@@ -115,18 +109,7 @@ fn run_load(cycles: u32, run: Duration) {
         "sched_ext left the enabled state during the load"
     );
 
-    sched.signal(libc::SIGINT);
-    let st = sched.wait_exit(DETACH_TIMEOUT);
-    assert!(
-        st.success(),
-        "scheduler exit status after SIGINT: {st}\n{}",
-        sched.output()
-    );
-    assert!(
-        wait_state("disabled", Duration::from_secs(10)),
-        "state is {} after exit",
-        state()
-    );
+    sched.stop();
 
     let complaints = kernel_complaints(&kernel_log());
     assert!(

@@ -16,6 +16,18 @@ pub mod stats;
 pub mod stress;
 mod thread;
 
+/// Prints a tool's report as one line on stdout: the human spelling or the JSON object.
+pub(crate) fn print_report(
+    human: bool,
+    to_human: impl FnOnce() -> String,
+    to_json: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    let text = if human { to_human() } else { to_json() };
+    writeln!(std::io::stdout().lock(), "{text}").context("writing the report to stdout")
+}
+
 /// Parses `args` as the command-line flags of one tool, the way the binary's subcommand would.
 #[cfg(test)]
 pub(crate) fn parse_args<A: clap::Args + clap::FromArgMatches>(

@@ -41,7 +41,6 @@ pub use omission::coordinated_omission;
 pub use report::ProbeReport;
 
 use anyhow::{Context, Result};
-use std::io::Write;
 
 /// The `probe` subcommand: measures, then prints one JSON object (or a human line) on stdout.
 /// Installs SIGINT/SIGTERM handlers so an interrupted run still prints what it measured.
@@ -49,10 +48,5 @@ pub fn run(args: &ProbeArgs) -> Result<()> {
     let cfg = args.to_config()?;
     let stop = super::signal::install().context("installing SIGINT/SIGTERM handlers")?;
     let report = measure_until(&cfg, stop)?;
-    let text = if args.human {
-        report.to_human()
-    } else {
-        report.to_json()
-    };
-    writeln!(std::io::stdout().lock(), "{text}").context("writing the report to stdout")
+    super::print_report(args.human, || report.to_human(), || report.to_json())
 }

@@ -29,7 +29,6 @@ pub use report::{StressReport, WorkerReport};
 pub use running::{Running, measure, measure_until, start};
 
 use anyhow::{Context, Result};
-use std::io::Write;
 
 /// The `stress` subcommand: loads the CPUs until its duration or SIGINT/SIGTERM, then prints one
 /// JSON object (or a human line) on stdout.
@@ -44,10 +43,5 @@ pub fn run(args: &StressArgs) -> Result<()> {
         );
     }
     let report = measure_until(&cfg, stop)?;
-    let text = if args.human {
-        report.to_human()
-    } else {
-        report.to_json()
-    };
-    writeln!(std::io::stdout().lock(), "{text}").context("writing the report to stdout")
+    super::print_report(args.human, || report.to_human(), || report.to_json())
 }

@@ -4,7 +4,7 @@
 //! starvation. Bounds are generous for software emulation (guest code runs 5-12x slower and a
 //! vCPU waits its turn in QEMU's round-robin); the figures are logged for the closing notes.
 
-use super::workload::Mix;
+use super::workload::{Mix, assert_all_progressed, worst_gap};
 use super::*;
 use scx_pandemonium::cli::probe::{self, Pacing, ProbeConfig, ProbeReport};
 use scx_pandemonium::cli::stress::{self, Load, StressConfig};
@@ -109,25 +109,9 @@ pub fn layer_contention() {
     // The forker's gap spans a whole fork + exec + exit of a new (immature, so BATCH-queued)
     // process, several scheduling rounds; every other worker's gap is a single wait.
     let is_cycle = |name: &str| name == "forker";
-    let worst = reports
-        .iter()
-        .filter(|r| !is_cycle(&r.name))
-        .map(|r| r.worst_gap)
-        .max()
-        .unwrap_or_default();
-    let cycle = reports
-        .iter()
-        .filter(|r| is_cycle(&r.name))
-        .map(|r| r.worst_gap)
-        .max()
-        .unwrap_or_default();
-    for r in &reports {
-        eprintln!(
-            "gate contention: {:>12} progress {:>8} worst wait {:?}",
-            r.name, r.count, r.worst_gap
-        );
-        assert!(r.count > 0, "{} made no progress", r.name);
-    }
+    let worst = worst_gap(&reports, |r| !is_cycle(&r.name));
+    let cycle = worst_gap(&reports, |r| is_cycle(&r.name));
+    assert_all_progressed("contention", &reports);
     eprintln!(
         "gate contention: {} tasks on {n} CPUs, worst wait {worst:?}, slowest fork+exec cycle \
          {cycle:?}, {rescues} rescues",
@@ -226,22 +210,8 @@ pub fn layer_starvation() {
         );
     }
     let reports = mix.run_for(Duration::from_secs(secs), |_| {});
-    let runners: Vec<_> = reports
-        .iter()
-        .filter(|r| r.name.starts_with("hog"))
-        .collect();
-    let worst = runners
-        .iter()
-        .map(|r| r.worst_gap)
-        .max()
-        .unwrap_or_default();
-    for r in &reports {
-        eprintln!(
-            "gate starvation: {:>10} progress {:>8} worst wait {:?}",
-            r.name, r.count, r.worst_gap
-        );
-        assert!(r.count > 0, "{} made no progress", r.name);
-    }
+    let worst = worst_gap(&reports, |r| r.name.starts_with("hog"));
+    assert_all_progressed("starvation", &reports);
     eprintln!("gate starvation: {n} CPUs, {secs} s: long-runners' worst wait {worst:?}");
     assert!(
         worst < Duration::from_secs(2),

@@ -208,3 +208,24 @@ pub struct Report {
     pub count: u64,
     pub worst_gap: Duration,
 }
+
+/// Logs every worker's progress and worst wait under `layer`, and asserts that each one moved.
+pub fn assert_all_progressed(layer: &str, reports: &[Report]) {
+    for r in reports {
+        eprintln!(
+            "gate {layer}: {:>12} progress {:>8} worst wait {:?}",
+            r.name, r.count, r.worst_gap
+        );
+        assert!(r.count > 0, "{} made no progress", r.name);
+    }
+}
+
+/// The worst wait among the workers `pick` selects (zero when it selects none).
+pub fn worst_gap(reports: &[Report], pick: impl Fn(&Report) -> bool) -> Duration {
+    reports
+        .iter()
+        .filter(|r| pick(r))
+        .map(|r| r.worst_gap)
+        .max()
+        .unwrap_or_default()
+}
