@@ -314,11 +314,24 @@ pub fn probe_cpu(cpu: u32) -> String {
     }
 }
 
+/// /proc/PID/stat split into the command name and the fields after it (state first). The name
+/// may hold spaces and parentheses, so it ends at the last ')'.
+fn proc_stat(pid: &str) -> Option<(String, Vec<String>)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.rfind(')')?;
+    let comm = stat[stat.find('(')? + 1..close].to_string();
+    Some((
+        comm,
+        stat[close + 1..]
+            .split_whitespace()
+            .map(String::from)
+            .collect(),
+    ))
+}
+
 /// The CPU a task last ran on (field 39 of /proc/PID/stat).
 pub fn last_cpu_of(pid: i32) -> Option<u32> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(36)?.parse().ok()
+    proc_stat(&pid.to_string())?.1.get(36)?.parse().ok()
 }
 
 /// Kernel stacks of every task blocked in D state and of the RCU kthreads: what a grace period
@@ -333,15 +346,10 @@ pub fn kernel_stacks() -> String {
         if !pid.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let Some((comm, fields)) = proc_stat(&pid) else {
             continue;
         };
-        // comm may hold spaces; the state follows the last ')'.
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        let comm = stat[stat.find('(').map_or(0, |i| i + 1)..close].to_string();
-        let st = stat[close + 1..].trim_start().chars().next().unwrap_or('?');
+        let st = fields.first().and_then(|f| f.chars().next()).unwrap_or('?');
         if st == 'D' || st == 'R' || comm.starts_with("rcu") {
             let stack = fs::read_to_string(format!("/proc/{pid}/stack")).unwrap_or_default();
             out.push_str(&format!("{pid} ({comm}) state {st}\n{stack}"));
