@@ -98,8 +98,7 @@ impl TopologyModel {
 
 /// Per online CPU: the other online CPUs by ascending R_eff. Ties (within
 /// RANK_TIE_REL_TOL) prefer a shared LLC, then package, then NUMA node, then
-/// the lower CPU id: R_eff cannot separate same-L3 from other-L3 peers
-/// because a shared L3 carries no extra weight.
+/// the lower CPU id, so equal resistances still order by what is shared.
 fn build_ranks(topo: &Topology, spec: &Spectrum) -> Vec<u32> {
     let n = topo.online.len();
     let l3 = group_ids(&topo.online, &topo.l3_groups);

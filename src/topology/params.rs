@@ -9,7 +9,7 @@ use crate::bpf_intf::{MAX_AFFINITY_CANDIDATES, TopoParams};
 
 /// tau = TAU_SCALE_NS / lambda_2; see "Tau calibration" in the `topology`
 /// module docs.
-pub const TAU_SCALE_NS: f64 = 160_000_000.0;
+pub const TAU_SCALE_NS: f64 = 48_000_000.0;
 /// Tau of a single online CPU: there is nothing to mix, so it gets the
 /// tightest "thin machine" timing rather than a division by zero.
 pub const TAU_MIN_NS: u64 = 100_000;
@@ -91,11 +91,12 @@ const K_LONGRUN: Ratio = Ratio::new(50, 1);
 const LONGRUN_MIN_NS: u64 = 500 * MS;
 const LONGRUN_MAX_NS: u64 = 4_000 * MS;
 
-/// Spill budget = (TAU_SCALE / 2) / tau = lambda_2 / 2: a better-connected
-/// machine has more near peers worth trying (32C at 5 ms -> 16).
+/// Spill budget = 80 ms / tau: a faster-mixing machine has more near peers
+/// worth trying (the published 32C column: tau 5 ms -> 16).
 const K_SPILL_NS: u64 = 80 * MS;
 const SPILL_MIN: u32 = 6;
-/// Affinity budget = (TAU_SCALE / 4) / tau = lambda_2 / 4 (32C -> 8).
+/// Affinity budget = 40 ms / tau, half the spill budget because its idle
+/// predicate costs more (32C -> 8).
 const K_AFFINITY_NS: u64 = 40 * MS;
 const AFFINITY_MIN: u32 = 3;
 
@@ -106,10 +107,10 @@ const AFFINITY_MIN: u32 = 3;
 ///   CPUs a waiter parked behind a busy CPU has almost no peer to be spilled
 ///   to or stolen by, so it belongs in the node DSQ that every CPU serves.
 ///
-/// The tau rule alone cannot be used: the tau law gives small single-socket
-/// machines the *loosest* timing (2C SMT pair: tau 8 ms, see "Tau calibration"
-/// in the `topology` docs), which would hand 2C depth 2. Together the rules
-/// reproduce the published table 2C:1, 4C:2, 8C:2, 12C:2, 32C:1.
+/// The tau rule alone is not enough: two CPUs on separate cores (a 2-vCPU
+/// VM, lambda_2 = 2) get tau 24 ms, which would hand them depth 2. Together the
+/// rules reproduce the published table 2C:1, 4C:2, 8C:2, 12C:2, 32C:1 on the
+/// reference machines.
 const PCPU_DEPTH2_TAU_NS: u64 = 6 * MS;
 const PCPU_DEPTH2_MIN_CPUS: u32 = 4;
 /// Fast-mixing (thin) topologies protect batch work 4x longer in longrun.
