@@ -5,7 +5,7 @@
 
 use crate::bpf_intf::TuningKnobs;
 use crate::cpustat::{self, CpuTimes};
-use crate::procdb::{self, Observation, ProcDb};
+use crate::procdb::{self, Observation, ProcDb, WarmMirror};
 use crate::scheduler::Scheduler;
 use crate::stats::{self, PandemoniumMetrics, Publisher, Sample};
 use crate::telemetry::{self, Extra, Snapshot};
@@ -21,8 +21,10 @@ pub struct Controller {
     verbose: bool,
     tuner: Tuner,
     db: Option<(ProcDb, PathBuf)>,
+    warm: WarmMirror,
     prev: Snapshot,
     prev_at: Instant,
+    cpu_stat: cpustat::Reader,
     cpu_prev: Option<CpuTimes>,
     heartbeat: Option<Heartbeat>,
     publisher: Option<Publisher>,
@@ -40,14 +42,17 @@ impl Controller {
             }
             (db, path)
         });
+        let mut cpu_stat = cpustat::Reader::new();
         Controller {
             adaptive,
             verbose,
             tuner: Tuner::new(),
             db,
+            warm: WarmMirror::default(),
             prev: Snapshot::default(),
             prev_at: Instant::now(),
-            cpu_prev: cpustat::read(),
+            cpu_prev: cpu_stat.read(),
+            cpu_stat,
             heartbeat: None,
             publisher: None,
         }
@@ -63,6 +68,7 @@ impl Controller {
         self.prev = Snapshot::default();
         self.prev_at = Instant::now();
         self.heartbeat = heartbeat;
+        self.warm.reset();
     }
 
     pub fn tick(&mut self, sched: &Scheduler) -> Result<()> {
@@ -94,7 +100,7 @@ impl Controller {
                 secs,
                 ctx,
             );
-            let cpu_now = cpustat::read();
+            let cpu_now = self.cpu_stat.read();
             if let (Some(a), Some(b)) = (self.cpu_prev, cpu_now)
                 && let Some(idle) = cpustat::idle_pct(a, b)
             {
@@ -158,7 +164,14 @@ impl Controller {
                 db.observe(&o);
             }
         }
-        sched.write_warm(&db.confident())?;
+        let delta = self.warm.delta(&db.confident());
+        if !delta.is_empty() {
+            if let Err(e) = sched.write_warm(&delta) {
+                self.warm.failed(&delta);
+                return Err(e);
+            }
+            self.warm.applied(&delta);
+        }
         if let Some(Err(e)) = db.save_if_due(path, Instant::now()) {
             warn!("procdb: cannot save {}: {e}", path.display());
         }

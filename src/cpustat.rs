@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Machine-wide CPU idle share from /proc/stat, the regime detector's input.
 
-use std::fs;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 
 /// Cumulative jiffies of the aggregate `cpu` line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -30,8 +31,35 @@ pub fn parse(stat: &str) -> Option<CpuTimes> {
     })
 }
 
-pub fn read() -> Option<CpuTimes> {
-    parse(&fs::read_to_string("/proc/stat").ok()?)
+/// /proc/stat kept open and re-read from offset 0 each time, and only its head: the aggregate
+/// line comes first, while the whole file (per-CPU lines, every interrupt counter) runs to tens
+/// of kilobytes and several read calls.
+pub struct Reader {
+    file: Option<File>,
+    buf: Vec<u8>,
+}
+
+/// Far more than the aggregate line needs (10 counters of at most 20 digits).
+const HEAD_BYTES: usize = 512;
+
+impl Reader {
+    pub fn new() -> Reader {
+        Reader {
+            file: File::open("/proc/stat").ok(),
+            buf: vec![0; HEAD_BYTES],
+        }
+    }
+
+    pub fn read(&mut self) -> Option<CpuTimes> {
+        let n = self.file.as_ref()?.read_at(&mut self.buf, 0).ok()?;
+        parse(std::str::from_utf8(&self.buf[..n]).ok()?)
+    }
+}
+
+impl Default for Reader {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Idle share between two readings, 0..=100; `None` if no time passed.
@@ -71,6 +99,20 @@ mod tests {
         assert_eq!(idle_pct(a, b), Some(25.0));
         assert_eq!(idle_pct(a, a), None);
         assert_eq!(idle_pct(b, a), None);
+    }
+
+    #[test]
+    fn reader_rereads_the_live_file() {
+        let mut r = Reader::new();
+        let a = r.read().expect("the host's /proc/stat");
+        // Burn some CPU so the counters must move.
+        let mut x = 0u64;
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(100);
+        while std::time::Instant::now() < until {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let b = r.read().expect("a second read of the same open file");
+        assert!(b.total > a.total, "{a:?} -> {b:?}");
     }
 
     #[test]

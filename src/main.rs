@@ -91,7 +91,12 @@ fn run(cli: &Cli) -> Result<()> {
 
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();
-    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))?;
+    // The control loop sleeps a whole tick at a time; the handler wakes it to stop at once.
+    let main_thread = std::thread::current();
+    ctrlc::set_handler(move || {
+        flag.store(true, Ordering::Relaxed);
+        main_thread.unpark();
+    })?;
 
     let opts = Options {
         compositors: cli.compositors.clone(),

@@ -10,6 +10,7 @@ use crate::codel::Oscillator;
 use crate::compositor;
 use crate::layout::Layout;
 use crate::preflight;
+use crate::procdb::WarmDelta;
 use crate::{info, warn};
 use anyhow::{Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
@@ -235,19 +236,14 @@ impl<'obj> Scheduler<'obj> {
         Ok(out)
     }
 
-    /// Replaces the warm-start map with `entries` (the daemon's confident classes).
-    pub fn write_warm(&self, entries: &[(CommKey, TaskClassEntry)]) -> Result<()> {
+    /// Applies `d` to the warm-start map (see [`crate::procdb::WarmMirror`]).
+    pub fn write_warm(&self, d: &WarmDelta) -> Result<()> {
         let map = &self.skel.maps.procdb_warm;
-        let keep: std::collections::HashSet<&[u8]> =
-            entries.iter().map(|(k, _)| k.as_bytes()).collect();
-        let stale: Vec<Vec<u8>> = map
-            .keys()
-            .filter(|k| !keep.contains(k.as_slice()))
-            .collect();
-        for k in stale {
-            let _ = map.delete(&k);
+        for k in &d.remove {
+            // Already gone is the wanted state.
+            let _ = map.delete(k.as_bytes());
         }
-        for (k, e) in entries {
+        for (k, e) in &d.put {
             update(map, k, e)?;
         }
         Ok(())
@@ -267,6 +263,10 @@ impl<'obj> Scheduler<'obj> {
 
     /// Runs until `shutdown` is set or the kernel ends the scheduler; `tick` is called about once
     /// a second. Detaches and returns the kernel's exit record.
+    ///
+    /// The thread sleeps a whole period between ticks (one wakeup a second is most of the
+    /// daemon's idle cost): whoever sets `shutdown` unparks it, and a kernel-side exit is seen on
+    /// the next tick, as in the kernel's own example schedulers.
     pub fn run(
         &mut self,
         shutdown: &Arc<AtomicBool>,
@@ -275,11 +275,11 @@ impl<'obj> Scheduler<'obj> {
         let period = Duration::from_secs(1);
         let mut next = Instant::now() + period;
         while !shutdown.load(Ordering::Relaxed) && !self.exited() {
-            std::thread::sleep(
-                Duration::from_millis(100).min(next.saturating_duration_since(Instant::now())),
-            );
-            if Instant::now() >= next {
-                next += period;
+            std::thread::park_timeout(next.saturating_duration_since(Instant::now()));
+            let now = Instant::now();
+            if now >= next {
+                // After a stall (a frozen guest, SIGSTOP) resume the cadence instead of catching up.
+                next = (next + period).max(now + period / 2);
                 if let Err(e) = tick(self) {
                     warn!("telemetry: {e:#}");
                 }

@@ -16,6 +16,9 @@
 
 mod format;
 mod store;
+mod warm;
+
+pub use warm::{WarmDelta, WarmMirror};
 
 pub use format::{Corruption, FORMAT_VERSION, MAGIC};
 pub use store::{LoadOutcome, default_path};
