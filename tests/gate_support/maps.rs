@@ -4,7 +4,7 @@
 
 use libbpf_rs::query::MapInfoIter;
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
-use scx_pandemonium::bpf_intf::{AffinityRow, CommKey, Pod, Stats, TaskClassEntry};
+use scx_pandemonium::bpf_intf::{AffinityRow, CommKey, Pod, Stats, TaskClassEntry, TuningKnobs};
 use std::collections::HashMap;
 
 /// The newest map of that name (a previous instance's maps are gone once it detached).
@@ -56,4 +56,14 @@ pub fn read_rank_row(cpu: u32) -> AffinityRow {
         .expect("lookup rank")
         .expect("rank row missing");
     AffinityRow::from_bytes(&v).expect("rank row size")
+}
+
+/// The knobs BPF is using now (what the adaptive loop last wrote, or the defaults).
+pub fn read_knobs() -> TuningKnobs {
+    let map = find_map("knobs_map");
+    let v = map
+        .lookup(0u32.as_bytes(), MapFlags::ANY)
+        .expect("lookup knobs")
+        .expect("knobs_map is empty");
+    TuningKnobs::from_bytes(&v).expect("knobs size")
 }

@@ -54,7 +54,10 @@ pub fn layer_latency() {
     let warm = hogs(2 * online_cpus().len());
     std::thread::sleep(Duration::from_secs(2));
     warm.finish().unwrap();
+    let before = maps::read_stats();
     let pand = probe_under_hogs(secs);
+    let (after, knobs) = (maps::read_stats(), maps::read_knobs());
+    let profile = maps::read_profiles().remove("gate-probe");
     sched.stop();
     let eevdf_b = probe_under_hogs(secs);
 
@@ -70,6 +73,13 @@ pub fn layer_latency() {
         us(eevdf_a.p99_ns),
         us(eevdf_b.p99_ns),
         pand.p99_ns as f64 / eevdf_p99.max(1) as f64
+    );
+    eprintln!(
+        "gate latency: while measuring: {} tick preemptions, {} wakeup preemptions, {} rescues; \
+         probe profile {profile:?}; knobs {knobs:?}",
+        after.nr_preempt - before.nr_preempt,
+        after.nr_hard_kicks - before.nr_hard_kicks,
+        after.nr_overflow_rescue - before.nr_overflow_rescue,
     );
     assert!(pand.count > 100, "too few probe samples: {}", pand.count);
     // Under single-threaded TCG every vCPU waits its turn in QEMU's round-robin, which sets a
