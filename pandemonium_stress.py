@@ -10,7 +10,8 @@ import time
 
 from pandemonium_common import PandemoniumError, cache_dir, die, log
 from tests.stress import workloads as wl
-from tests.stress.report import Run, incomplete, markdown_table, summary, unexpected_count, write_json
+from tests.stress.report import (Run, incomplete, kernel_limit_count, markdown_table, summary,
+                                 unexpected_count, write_json)
 from tests.stress.results import read_run
 from tests.stress.watch import ProgressWatch
 
@@ -27,7 +28,11 @@ def add_bench_stress_parser(sub: argparse._SubParsersAction) -> None:
                f"--quick: {wl.QUICK['cpus']} vCPUs, kernel {wl.QUICK['kernels']}, modes "
                f"{wl.QUICK['modes']}, {wl.QUICK['duration']} s per workload.\n"
                f"default: vCPUs {wl.FULL['cpus']}, kernels {wl.FULL['kernels']}, modes "
-               f"{wl.FULL['modes']}, {wl.FULL['duration']} s per workload.\n"
+               f"{wl.FULL['modes']}, each cell (one guest run through every workload) at least "
+               f"{wl.FULL_CELL_S} s of workload time: {wl.FULL_CELL_S} s split over the workloads, "
+               f"at least {wl.MIN_WORKLOAD_S} s each.\n"
+               "RT workloads (" + ", ".join(sorted(wl.RT_WORKLOADS)) + ") on a kernel without the "
+               "sched_ext deadline server report stalls as kernel limits, not unexpected exits.\n"
                "Exit status: 0 when there are no unexpected exits and every workload completed.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="the short form (CI): see below")
@@ -36,7 +41,8 @@ def add_bench_stress_parser(sub: argparse._SubParsersAction) -> None:
                    help="VM kernels, as for `vm --kernel` (default: default,latest)")
     p.add_argument("--modes", metavar="MODE[,MODE]",
                    help=f"scheduler modes: {', '.join(wl.MODES)} (default: both)")
-    p.add_argument("--duration", type=int, metavar="S", help="seconds per workload (default: 300)")
+    p.add_argument("--duration", type=int, metavar="S", help=f"seconds per workload (default: {wl.FULL_CELL_S} s per cell split over the "
+                        f"workloads, at least {wl.MIN_WORKLOAD_S} s each)")
     p.add_argument("--workloads", metavar="W[,W]", help="only these workloads (default: all)")
     p.add_argument("--accel", default="tcg-single",
                    help="VM accelerator (default: tcg-single, the one that never oopsed)")
@@ -46,15 +52,17 @@ def add_bench_stress_parser(sub: argparse._SubParsersAction) -> None:
 def _settings(args: argparse.Namespace) -> dict:
     base = wl.QUICK if args.quick else wl.FULL
     try:
+        workloads = (wl.parse_list(args.workloads, list(wl.WORKLOADS), "--workloads")
+                     if args.workloads else list(wl.WORKLOADS))
+        default_duration = base.get("duration") or wl.full_duration(len(workloads))
         s = {
             "cpus": wl.parse_cpus(args.cpus) if args.cpus else base["cpus"],
             "kernels": wl.parse_list(args.kernel, None, "--kernel") if args.kernel
             else base["kernels"],
             "modes": wl.parse_list(args.modes, list(wl.MODES), "--modes") if args.modes
             else base["modes"],
-            "workloads": wl.parse_list(args.workloads, list(wl.WORKLOADS), "--workloads")
-            if args.workloads else list(wl.WORKLOADS),
-            "duration": base["duration"] if args.duration is None else args.duration,
+            "workloads": workloads,
+            "duration": default_duration if args.duration is None else args.duration,
         }
     except ValueError as exc:
         die(f"bench-stress: {exc}", 2)
@@ -77,14 +85,17 @@ def _run_one(kernel: str, cpus: int, mode: str, s: dict, accel: str, out_root) -
                         add=[(str(wl.DRIVER), wl.GUEST_DRIVER)],
                         tools=sorted(wl.TOOL_PACKAGES.values()), echo=False,
                         extra_cmdline="rcupdate.rcu_task_stall_timeout=20000 log_buf_len=8M")
-    cells, problems = read_run(res.out_dir, res.kernel_version, cpus, mode, s["workloads"],
-                               s["duration"], res.rc, console=res.log_path)
-    if watch.fired:
-        problems.append(f"the guest wedged: no progress for {stall_s:.0f} s, stopped by the host")
-    run = Run(res.kernel_version, cpus, mode, res.rc, res.duration_s, cells, problems, str(out))
-    log.info("bench-stress: %s %d vCPUs %s: %d unexpected, %d incomplete (%.0f s)",
-             res.kernel_version, cpus, mode, unexpected_count([run]), len(incomplete([run])),
-             res.duration_s)
+    wedged = ([f"the guest wedged: no progress for {stall_s:.0f} s, stopped by the host"]
+              if watch.fired else [])
+    cells, problems, limits = read_run(res.out_dir, res.kernel_version, cpus, mode,
+                                       s["workloads"], s["duration"], res.rc,
+                                       console=res.log_path, rt_workloads=wl.RT_WORKLOADS,
+                                       host_problems=wedged)
+    run = Run(res.kernel_version, cpus, mode, res.rc, res.duration_s, cells, problems, str(out),
+              kernel_limits=limits)
+    log.info("bench-stress: %s %d vCPUs %s: %d unexpected, %d kernel limits, %d incomplete "
+             "(%.0f s)", res.kernel_version, cpus, mode, unexpected_count([run]),
+             kernel_limit_count([run]), len(incomplete([run])), res.duration_s)
     return run
 
 

@@ -79,7 +79,7 @@ def test_rescues_are_summed_between_the_markers_only():
 
 
 def test_a_good_cell_completes_with_its_waits_and_rescues(results):
-    cells, problems = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe", "scxci"], 5, 0)
+    cells, problems, _ = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe", "scxci"], 5, 0)
     hogs = cells[0]
     assert (hogs.completed, hogs.unexpected) == (True, [])
     assert (hogs.monitor_wait_ms, hogs.load_wait_ms, hogs.rescues) == (16.0, 216.0, 8)
@@ -87,7 +87,7 @@ def test_a_good_cell_completes_with_its_waits_and_rescues(results):
 
 
 def test_a_dead_scheduler_and_a_failed_ci_check_are_unexpected(results):
-    cells, _ = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe", "scxci"], 5, 0)
+    cells, _, _ = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe", "scxci"], 5, 0)
     pipe, scxci = cells[1], cells[2]
     assert not pipe.completed
     assert pipe.unexpected[0] == "scheduler exited during the workload (status 1)"
@@ -98,7 +98,7 @@ def test_a_dead_scheduler_and_a_failed_ci_check_are_unexpected(results):
 
 def test_workloads_the_guest_never_reached_and_hangs_are_counted(results):
     (results / "cells.txt").write_text(_cell("hogs", prestop="hang") + "\nfinal stop=hang\n")
-    cells, problems = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe"], 5, 124)
+    cells, problems, _ = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe"], 5, 124)
     assert cells[0].unexpected == ["scheduler hung on exit (SIGINT)"]
     assert cells[1].unexpected[0] == "not run: the guest ended before this workload"
     assert "WARNING: CPU: 1" in cells[1].unexpected[1]
@@ -109,7 +109,7 @@ def test_workloads_the_guest_never_reached_and_hangs_are_counted(results):
 
 
 def test_no_results_at_all_is_a_failed_run_not_a_crash():
-    cells, problems = read_run(None, "7.3", 4, "no-adaptive", ["hogs"], 5, 125)
+    cells, problems, _ = read_run(None, "7.3", 4, "no-adaptive", ["hogs"], 5, 125)
     assert cells[0].unexpected and not cells[0].completed
     assert problems == ["guest command exit status 125"]
 
@@ -122,7 +122,7 @@ def test_a_wedged_guest_is_read_from_its_console_log(tmp_path):
               mem_avail_kb="2048000"),
         "[9.5] pandemonium-stress: begin threads", STALL,
         "timeout: vfork: Cannot allocate memory"]) + "\n")
-    cells, problems = read_run(None, "6.18", 2, "adaptive", ["hogs", "threads"], 5, 125,
+    cells, problems, _ = read_run(None, "6.18", 2, "adaptive", ["hogs", "threads"], 5, 125,
                                console=console)
     hogs, threads = cells
     assert (hogs.completed, hogs.unexpected) == (True, [])
@@ -134,16 +134,74 @@ def test_a_wedged_guest_is_read_from_its_console_log(tmp_path):
 
 
 def test_report_table_and_summary(results):
-    cells, problems = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe", "scxci"], 5, 0)
+    cells, problems, _ = read_run(results, "6.18", 2, "adaptive", ["hogs", "pipe", "scxci"], 5, 0)
     runs = [Run("6.18", 2, "adaptive", 0, 100.0, cells, problems)]
     table = markdown_table(runs).splitlines()
     assert table[0].startswith("| kernel | vCPUs | mode | workload |")
     assert len(table) == 2 + 3
-    assert "| hogs | yes | 0 | 16 | 216 | 8 |" in table[2]
-    assert "| pipe | NO | 2 | - | - | 0 |" in table[3]
+    assert "| hogs | yes | 0 | - | 16 | 216 | 8 |" in table[2]
+    assert "| pipe | NO | 2 | - | - | - | 0 |" in table[3]
     text = summary(runs)
     assert text.splitlines()[0] == "unexpected exits: 4"
     assert "incomplete workloads: 2" in text
+    assert "kernel limits: 0" in text
+
+
+def _rt_run(tmp_path, ext_server: str, wedge: bool = False):
+    """hogs fine, then rt-hog ejected by a stall; the guest wedges in stressng-mutex if asked."""
+    lines = [f"kernel release=6.18 ext_server={ext_server} rt_runtime_us=950000",
+             "[4.2] pandemonium-stress: begin hogs", _cell("hogs"),
+             "[9.5] pandemonium-stress: begin rt-hog", STALL,
+             _cell("rt-hog", rc="1", sched_alive="0", sched_exit="1"),
+             "[20.0] pandemonium-stress: begin stressng-mutex"]
+    if not wedge:
+        lines += [_cell("stressng-mutex"), "final stop=0 starts=2 state=disabled"]
+    console = tmp_path / "vm-console.log"
+    console.write_text("\n".join(lines) + "\n")
+    return read_run(None, "6.18", 2, "adaptive", ["hogs", "rt-hog", "stressng-mutex"], 5,
+                    125 if wedge else 0, console=console, rt_workloads=wl.RT_WORKLOADS,
+                    host_problems=["the guest wedged"] if wedge else [])
+
+
+def test_rt_starvation_without_the_ext_server_is_a_kernel_limit(tmp_path):
+    cells, problems, limits = _rt_run(tmp_path, "0")
+    hogs, rt, mutex = cells
+    assert rt.unexpected == [] and rt.kernel_limit[1:] == [
+        "scheduler exited during the workload (status 1)", f"kernel: {STALL}"]
+    assert hogs.kernel_limit == [] and mutex.kernel_limit == [] and mutex.completed
+    run = Run("6.18", 2, "adaptive", 0, 60.0, cells, problems, kernel_limits=limits)
+    assert unexpected_count([run]) == 0 and problems == [] and limits == []
+    text = summary([run])
+    assert "kernel limits: 1 (RT starvation without the sched_ext DL server: 6.18/2/adaptive/rt-hog)" in text
+    assert "incomplete workloads: 0" in text
+    assert "| rt-hog | NO | 0 | yes |" in markdown_table([run])
+
+
+def test_rt_starvation_with_the_ext_server_stays_unexpected(tmp_path):
+    cells, problems, limits = _rt_run(tmp_path, "1")
+    assert len(cells[1].unexpected) == 2 and cells[1].kernel_limit == []
+    assert unexpected_count([Run("7.3", 2, "adaptive", 0, 60.0, cells, problems)]) == 2
+
+
+def test_a_stall_in_a_workload_without_rt_tasks_stays_unexpected(tmp_path):
+    console = tmp_path / "vm-console.log"
+    console.write_text("\n".join(["kernel ext_server=0", "[1.0] pandemonium-stress: begin hogs",
+                                   STALL, _cell("hogs", rc="1"), "final stop=0"]) + "\n")
+    cells, _, _ = read_run(None, "6.18", 2, "adaptive", ["hogs"], 5, 0, console=console,
+                           rt_workloads=wl.RT_WORKLOADS)
+    assert cells[0].unexpected == [f"kernel: {STALL}"] and cells[0].kernel_limit == []
+
+
+def test_a_guest_wedged_in_an_rt_workload_is_a_kernel_limit_run(tmp_path):
+    cells, problems, limits = _rt_run(tmp_path, "0", wedge=True)
+    mutex = cells[2]
+    assert mutex.unexpected == [] and mutex.kernel_limit[1] == (
+        "not run: the guest ended before this workload")
+    assert problems == []
+    assert limits == ["guest command exit status 125 (in stressng-mutex)",
+                      "the guest wedged (in stressng-mutex)"]
+    run = Run("6.18", 2, "adaptive", 125, 60.0, cells, problems, kernel_limits=limits)
+    assert unexpected_count([run]) == 0
 
 
 def test_every_workload_has_a_guest_function():

@@ -157,9 +157,9 @@ wl_mixed() {
     waitall $b $i $n1 $n2
 }
 
-# An RT (SCHED_FIFO) hog on cpu H never reaches sched_ext: the kernel's RT throttling
-# (sched_rt_runtime_us, 950 ms per second) and its fair/ext server leave the rest of cpu H to
-# the ext tasks queued there.
+# An RT (SCHED_FIFO) hog on cpu H never reaches sched_ext. What is left of cpu H for the ext
+# tasks queued there is the kernel's business: its sched_ext deadline server where it has one
+# (the "kernel ext_server=" line), nothing on 6.18 (see workloads.RT_WORKLOADS).
 wl_rt_hog() {
     bg stress-ng --cpu 1 --sched fifo --sched-prio 10 --taskset $H -t $D; r=$!
     stress --workers $((2 * N)) --long-runner --name st-hog > $R/$W.hogs.json & h=$!
@@ -175,9 +175,10 @@ wl_affinity() {
 }
 
 wl_stressng() {
-    timeout $T stress-ng --switch $N --fork $N --yield $N --futex $N --mutex $N -t $D \
-        --metrics-brief
+    timeout $T stress-ng --switch $N --fork $N --yield $N --futex $N -t $D --metrics-brief
 }
+
+wl_stressng_mutex() { timeout $T stress-ng --mutex $N -t $D --metrics-brief; }
 
 wl_schedpolicy() { timeout $T stress-ng --schedpolicy $N -t $D --metrics-brief; }
 
@@ -291,6 +292,12 @@ run_cell() {
     PRESTOP=-
 }
 
+# Whether the kernel serves ext tasks on CPUs kept busy by RT work (the sched_ext deadline
+# server, 6.19+; debugfs shows its parameters). Also on the console, like the cell lines.
+mount -t debugfs none /sys/kernel/debug 2>/dev/null
+if [ -d /sys/kernel/debug/sched/ext_server ]; then EXT_SERVER=1; else EXT_SERVER=0; fi
+echo "kernel release=$(uname -r) ext_server=$EXT_SERVER" \
+    "rt_runtime_us=$(cat /proc/sys/kernel/sched_rt_runtime_us 2>/dev/null)" | tee -a $CELLS
 echo "stress-driver: $N CPUs, ${D}s per workload, scheduler args '$MODE', workloads: $*"
 for w in "$@"; do run_cell $w; done
 stop_sched

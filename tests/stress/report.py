@@ -20,14 +20,23 @@ class Run:
     cells: list[Cell] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     results_dir: str | None = None
+    # Run outcomes that are kernel limits (the guest ended in such a cell).
+    kernel_limits: list[str] = field(default_factory=list)
 
 
 def unexpected_count(runs: list[Run]) -> int:
     return sum(len(c.unexpected) for r in runs for c in r.cells) + sum(len(r.problems) for r in runs)
 
 
+def kernel_limit_count(runs: list[Run]) -> int:
+    """Cells and run endings that are the kernel's limits, not the scheduler's failures."""
+    return sum(1 for r in runs for c in r.cells if c.kernel_limit) + sum(
+        1 for r in runs if r.kernel_limits)
+
+
 def incomplete(runs: list[Run]) -> list[Cell]:
-    return [c for r in runs for c in r.cells if not c.completed]
+    """Cells that did not complete for a reason of ours (kernel-limit cells are counted there)."""
+    return [c for r in runs for c in r.cells if not c.completed and not c.kernel_limit]
 
 
 def _ms(v: float | None) -> str:
@@ -35,25 +44,35 @@ def _ms(v: float | None) -> str:
 
 
 def markdown_table(runs: list[Run]) -> str:
-    head = ("| kernel | vCPUs | mode | workload | completed | unexpected | worst wait: monitor ms "
-            "| worst wait: load ms | rescues | free MB after | notes |")
-    rows = [head, "|" + "---|" * 11]
+    head = ("| kernel | vCPUs | mode | workload | completed | unexpected | kernel limit "
+            "| worst wait: monitor ms | worst wait: load ms | rescues | free MB after | notes |")
+    rows = [head, "|" + "---|" * 12]
     for r in runs:
         for c in r.cells:
-            notes = "; ".join(c.unexpected + c.notes) or ""
+            notes = "; ".join(c.unexpected + c.kernel_limit + c.notes) or ""
             rows.append(f"| {c.kernel} | {c.cpus} | {c.mode} | {c.workload} | "
                         f"{'yes' if c.completed else 'NO'} | {len(c.unexpected)} | "
+                        f"{'yes' if c.kernel_limit else '-'} | "
                         f"{_ms(c.monitor_wait_ms)} | {_ms(c.load_wait_ms)} | "
                         f"{'-' if c.rescues is None else c.rescues} | "
                         f"{'-' if c.mem_avail_mb is None else c.mem_avail_mb} | "
                         f"{notes.replace('|', '/')} |")
         for p in r.problems:
-            rows.append(f"| {r.kernel} | {r.cpus} | {r.mode} | (run) | - | 1 | - | - | - | - | {p} |")
+            rows.append(f"| {r.kernel} | {r.cpus} | {r.mode} | (run) | - | 1 | - | - | - | - | - "
+                        f"| {p} |")
+        for p in r.kernel_limits:
+            rows.append(f"| {r.kernel} | {r.cpus} | {r.mode} | (run) | - | 0 | yes | - | - | - | - "
+                        f"| {p} |")
     return "\n".join(rows)
 
 
 def summary(runs: list[Run]) -> str:
     lines = [f"unexpected exits: {unexpected_count(runs)}"]
+    limited = [f"{c.kernel}/{c.cpus}/{c.mode}/{c.workload}" for r in runs for c in r.cells
+               if c.kernel_limit]
+    lines.append(f"kernel limits: {kernel_limit_count(runs)}"
+                 + (f" (RT starvation without the sched_ext DL server: {', '.join(limited)})"
+                    if limited else ""))
     bad = incomplete(runs)
     lines.append(f"incomplete workloads: {len(bad)}"
                  + (" (" + ", ".join(f"{c.kernel}/{c.cpus}/{c.mode}/{c.workload}" for c in bad) + ")"
@@ -65,8 +84,10 @@ def write_json(runs: list[Run], path: Path, settings: dict) -> None:
     doc = {
         "settings": settings,
         "unexpected_exits": unexpected_count(runs),
+        "kernel_limits": kernel_limit_count(runs),
         "runs": [{"kernel": r.kernel, "cpus": r.cpus, "mode": r.mode, "guest_rc": r.guest_rc,
                   "duration_s": round(r.duration_s, 1), "problems": r.problems,
+                  "kernel_limits": r.kernel_limits,
                   "results_dir": r.results_dir, "cells": [c.to_dict() for c in r.cells]}
                  for r in runs],
     }

@@ -29,6 +29,8 @@ class Cell:
     rescues: int | None = None
     mem_avail_mb: int | None = None
     unexpected: list[str] = field(default_factory=list)
+    # Outcomes the kernel causes whatever the scheduler does (see workloads.RT_WORKLOADS).
+    kernel_limit: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -90,10 +92,12 @@ def rescues_by_workload(slog: str) -> dict[str, int]:
     return out
 
 
-def parse_cells(text: str) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
-    """cells.txt: `cell key=value ...` per workload and one `final key=value ...` line."""
+def parse_cells(text: str) -> tuple[dict[str, dict[str, str]], dict[str, str], dict[str, str]]:
+    """cells.txt: one `kernel key=value ...` line (what the guest kernel offers), `cell
+    key=value ...` per workload and one `final key=value ...` line."""
     cells: dict[str, dict[str, str]] = {}
     final: dict[str, str] = {}
+    kernel: dict[str, str] = {}
     for line in text.splitlines():
         kind, _, rest = line.partition(" ")
         kv = dict(item.split("=", 1) for item in rest.split() if "=" in item)
@@ -101,7 +105,33 @@ def parse_cells(text: str) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
             cells[kv["workload"]] = kv
         elif kind == "final":
             final = kv
-    return cells, final
+        elif kind == "kernel":
+            kernel = kv
+    return cells, final, kernel
+
+
+# What RT starvation of ext tasks looks like: sched_ext's watchdog ejecting the scheduler, or,
+# when the starved task is RCU's or a kworker, the system-wide stall reports.
+_STARVATION = ("runnable task stall", "kthread starved for", "detected stalls on CPUs/tasks",
+               "blocked for more than")
+NO_EXT_SERVER = "kernel limit: RT work starves ext tasks on a kernel without the sched_ext DL server"
+
+
+def is_starvation(outcome: str) -> bool:
+    return any(t in outcome for t in _STARVATION) or outcome.startswith("not run:")
+
+
+def apply_kernel_limit(cell: Cell, rt_workloads: set[str], ext_server: str | None) -> None:
+    """An RT workload's starvation outcomes on a kernel without the ext DL server are the
+    kernel's limit: they move from `unexpected` to `kernel_limit` (BUGs and WARNINGs stay)."""
+    if cell.workload not in rt_workloads or ext_server != "0":
+        return
+    if not any(is_starvation(u) for u in cell.unexpected):
+        return
+    keep = [u for u in cell.unexpected if "BUG:" in u or "WARNING:" in u]
+    moved = [u for u in cell.unexpected if u not in keep]
+    cell.unexpected = keep
+    cell.kernel_limit = [NO_EXT_SERVER] + moved
 
 
 def worst_gap_ms(path: Path) -> float | None:
@@ -153,16 +183,21 @@ def _ns_to_ms(v: str | None) -> float | None:
 
 
 def read_run(results: Path | None, kernel: str, cpus: int, mode: str, workloads: list[str],
-             duration: int, guest_rc: int, console: Path | None = None
-             ) -> tuple[list[Cell], list[str]]:
-    """The cells of one guest run, plus the run's own unexpected outcomes (final stop, guest).
-    When the guest wedged and /results never came back, the driver's cell lines and the kernel
-    messages are recovered from the console log (the cell lines carry waits and rescues too)."""
+             duration: int, guest_rc: int, console: Path | None = None,
+             rt_workloads: set[str] | frozenset[str] = frozenset(),
+             host_problems: list[str] | tuple[str, ...] = ()
+             ) -> tuple[list[Cell], list[str], list[str]]:
+    """The cells of one guest run, the run's own unexpected outcomes (final stop, guest) and
+    the run outcomes that are kernel limits (the guest ending in an RT workload on a kernel
+    without the ext DL server). `host_problems` are what the host saw (a wedged guest). When
+    the guest wedged and /results never came back, the driver's lines and the kernel messages
+    are recovered from the console log."""
     base = results or Path("/nonexistent")
     cells_text, kmsg_text = _read(base / "cells.txt"), _read(base / "dmesg.txt")
     if not cells_text and console:
         cells_text = kmsg_text = _read(console)
-    kv_cells, final = parse_cells(cells_text)
+    kv_cells, final, kinfo = parse_cells(cells_text)
+    ext_server = kinfo.get("ext_server")
     kmsg = split_kmsg(kmsg_text, workloads)
     rescues = rescues_by_workload(_read(base / "sched.log"))
     cells = []
@@ -182,6 +217,7 @@ def read_run(results: Path | None, kernel: str, cpus: int, mode: str, workloads:
         c.load_wait_ms = max(loads) if loads else _ns_to_ms(kv.get("load_ns"))
         if kv.get("mem_avail_kb", "").isdigit():
             c.mem_avail_mb = int(kv["mem_avail_kb"]) // 1024
+        apply_kernel_limit(c, set(rt_workloads), ext_server)
         cells.append(c)
     run_problems = []
     if final.get("stop") == "hang":
@@ -192,4 +228,12 @@ def read_run(results: Path | None, kernel: str, cpus: int, mode: str, workloads:
         run_problems.append(f"guest command exit status {guest_rc}")
     elif not final:
         run_problems.append("the driver did not finish")
-    return cells, run_problems
+    run_problems += host_problems
+    # The run ended inside an RT workload whose cell is a kernel limit: so is the ending.
+    unfinished = [c for c in cells if c.workload not in kv_cells]
+    run_limits: list[str] = []
+    if unfinished and unfinished[0].kernel_limit:
+        run_limits = [f"{p} (in {unfinished[0].workload})" for p in run_problems
+                      if not p.startswith("scheduler hung")]
+        run_problems = [p for p in run_problems if p.startswith("scheduler hung")]
+    return cells, run_problems, run_limits
