@@ -49,21 +49,20 @@ pub fn read_stats() -> Stats {
     total
 }
 
+/// The value at `key` of the array map `name`, as `V`.
+fn lookup_one<V: Pod>(name: &str, key: u32) -> V {
+    let v = find_map(name)
+        .lookup(key.as_bytes(), MapFlags::ANY)
+        .unwrap_or_else(|e| panic!("lookup {name}[{key}]: {e}"))
+        .unwrap_or_else(|| panic!("{name}[{key}] is missing"));
+    V::from_bytes(&v).unwrap_or_else(|| panic!("{name}: value of unexpected size"))
+}
+
 pub fn read_rank_row(cpu: u32) -> AffinityRow {
-    let map = find_map("affinity_rank");
-    let v = map
-        .lookup(cpu.as_bytes(), MapFlags::ANY)
-        .expect("lookup rank")
-        .expect("rank row missing");
-    AffinityRow::from_bytes(&v).expect("rank row size")
+    lookup_one("affinity_rank", cpu)
 }
 
 /// The knobs BPF is using now (what the adaptive loop last wrote, or the defaults).
 pub fn read_knobs() -> TuningKnobs {
-    let map = find_map("knobs_map");
-    let v = map
-        .lookup(0u32.as_bytes(), MapFlags::ANY)
-        .expect("lookup knobs")
-        .expect("knobs_map is empty");
-    TuningKnobs::from_bytes(&v).expect("knobs size")
+    lookup_one("knobs_map", 0)
 }
