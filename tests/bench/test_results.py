@@ -159,6 +159,11 @@ def test_verdict_and_table_format():
     assert verdict(dl).startswith("missed") and "1 %" in verdict(dl)
     lat = next(c for c in cells if c.phase == "latency" and c.scheduler != "eevdf")
     assert verdict(lat) == "met"
+    # No misses beside an EEVDF without misses either: ratio 1.00 by convention, but met.
+    zero = aggregate([_rec("deadline", 2, "eevdf", 0, 0.0), _rec("deadline", 2, "pandemonium", 1, 0.0),
+                      _rec("deadline", 2, "eevdf", 1, 0.0)])
+    dl0 = next(c for c in zero if c.scheduler == "pandemonium")
+    assert dl0.ratio == 1.0 and verdict(dl0) == "met"
     table = phase_table("latency", cells)
     assert "| 4 | eevdf | 20.0 ms | 20.0 ms - 20.0 ms | 2 | (drift 1.00x) |  |" in table
     assert "| 4 | pandemonium-bpf | 1000 us |" in table and "| 0.05x | met |" in table
