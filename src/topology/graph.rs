@@ -15,7 +15,7 @@ use super::{Topology, group_ids};
 /// keeps the whole private cache hierarchy warm.
 pub const W_SHARED_L2: f64 = 10.0;
 /// Same last-level cache, different L2: the shared L3 refills the L2.
-pub const W_SAME_PACKAGE: f64 = 1.0;
+pub const W_SAME_LLC: f64 = 1.0;
 /// Same package, different last-level cache (Zen CCX/CCD, split-L3 parts):
 /// every refill crosses the package fabric. Chosen by measuring the reference
 /// machines' tau ("Tau calibration" in the `topology` docs).
@@ -39,19 +39,14 @@ impl Topology {
             .collect();
         let split_llc =
             (0..n).any(|i| (0..i).any(|j| package[i] == package[j] && llc[i] != llc[j]));
-        let cross_package = W_CROSS_PACKAGE
-            * if split_llc {
-                W_CROSS_LLC
-            } else {
-                W_SAME_PACKAGE
-            };
+        let cross_package = W_CROSS_PACKAGE * if split_llc { W_CROSS_LLC } else { W_SAME_LLC };
         laplacian_from_fn(n, |i, j| {
             if l2[i] == l2[j] {
                 W_SHARED_L2
             } else if package[i] != package[j] {
                 cross_package
             } else if llc[i] == llc[j] {
-                W_SAME_PACKAGE
+                W_SAME_LLC
             } else {
                 W_CROSS_LLC
             }

@@ -41,7 +41,7 @@
 //!
 //! # Graph
 //! Every pair of online CPUs is joined: [`W_SHARED_L2`] when they share an
-//! L2, [`W_SAME_PACKAGE`] when they share the last-level cache,
+//! L2, [`W_SAME_LLC`] when they share the last-level cache,
 //! [`W_CROSS_LLC`] when only the package, and across packages
 //! [`W_CROSS_PACKAGE`] times the weakest in-package link (so a socket hop
 //! never conducts better than a CCX hop on split-LLC parts). The graph is
@@ -109,7 +109,7 @@ mod fuzz;
 
 pub use cpulist::{CPU_LIST_ID_LIMIT, format_cpu_list, parse_cpu_list};
 pub use eigen::PINV_REL_TOL;
-pub use graph::{W_CROSS_LLC, W_CROSS_PACKAGE, W_SAME_PACKAGE, W_SHARED_L2, laplacian_from_fn};
+pub use graph::{W_CROSS_LLC, W_CROSS_PACKAGE, W_SAME_LLC, W_SHARED_L2, laplacian_from_fn};
 pub use model::{RANK_TIE_REL_TOL, TopologyModel};
 pub use params::{
     CODEL_EQ_MAX_NS, CODEL_EQ_MIN_NS, TAU_MAX_NS, TAU_MIN_NS, TAU_SCALE_NS, TauParams,

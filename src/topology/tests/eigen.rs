@@ -5,7 +5,7 @@
 use super::*;
 use crate::topology::fixtures::*;
 use crate::topology::{
-    SpectralRoute, Spectrum, SyntheticLayout, Topology, W_CROSS_PACKAGE, W_SAME_PACKAGE, group_ids,
+    SpectralRoute, Spectrum, SyntheticLayout, Topology, W_CROSS_PACKAGE, W_SAME_LLC, group_ids,
     laplacian_from_fn,
 };
 
@@ -17,7 +17,7 @@ fn weighted_topology(t: &Topology, w_l2: f64) -> DMatrix<f64> {
         if l2[i] == l2[j] {
             w_l2
         } else if t.package_of[&t.online[i]] == t.package_of[&t.online[j]] {
-            W_SAME_PACKAGE
+            W_SAME_LLC
         } else {
             W_CROSS_PACKAGE
         }
