@@ -35,7 +35,7 @@ def kernel_limit_count(runs: list[Run]) -> int:
 
 
 def incomplete(runs: list[Run]) -> list[Cell]:
-    """Cells that did not complete for a reason of ours (kernel-limit cells are counted there)."""
+    """Cells that did not complete for a reason of ours (kernel-limit cells count as limits)."""
     return [c for r in runs for c in r.cells if not c.completed and not c.kernel_limit]
 
 
