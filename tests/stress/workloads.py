@@ -29,8 +29,9 @@ WORKLOADS = {
     # for sched_ext (6.18) RT tasks that keep a CPU busy starve every ext task queued there,
     # kthreads included; the guest has wedged on it. See RT_WORKLOADS.
     "rt-hog": "a SCHED_FIFO hog on the last CPU beside 2x hogs (RT never reaches sched_ext)",
-    "stressng-mutex": "stress-ng --mutex (its workers take SCHED_FIFO priorities when root)",
     "schedpolicy": "stress-ng --schedpolicy: workers cycling through every scheduling policy",
+    # Very last: on 6.18 it has wedged the whole guest every time (no kernel message at all).
+    "stressng-mutex": "stress-ng --mutex (its workers take SCHED_FIFO priorities when root)",
 }
 
 # Workloads that run RT (SCHED_FIFO/RR) tasks. On a kernel without the sched_ext deadline server
