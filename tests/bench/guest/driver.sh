@@ -142,7 +142,14 @@ phase_cyclictest() {
 # Idle and load windows for the scheduler's own cost (bench-power).
 phase_idle() { sleep "$BENCH_D"; echo idle; }
 phase_busy() { load --workers $((2 * N)); sleep "$BENCH_D"; echo busy; }
-phase_rapl() { perf stat -a -e power/energy-pkg/ sleep "$BENCH_D" 2>&1; }
+# No RAPL PMU (any TCG guest) is this phase's finding, not its failure: the host reads why from
+# perf's own words, and the progress line says ok instead of perf's exit status 129.
+phase_rapl() {
+    out=$(perf stat -a -e power/energy-pkg/ sleep "$BENCH_D" 2>&1); rc=$?
+    echo "$out"
+    case $out in *"Cannot find PMU"*|*"event syntax error"*) return 0 ;; esac
+    return $rc
+}
 phase_oversub() { load --workers $((4 * N)); settle; probe; }
 phase_recovery() { load --workers $((2 * N)); storm "$N"; sleep "$BENCH_D"; unload; load --workers $((2 * N)); settle; probe; }
 phase_pinned() { scx_pandemonium stress --workers $((2 * N)) --pin --long-runner --duration-s "$BENCH_D"; }
