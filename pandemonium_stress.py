@@ -10,8 +10,8 @@ import time
 
 from pandemonium_common import PandemoniumError, cache_dir, die, log
 from tests.stress import workloads as wl
-from tests.stress.report import (Run, incomplete, kernel_limit_count, markdown_table, summary,
-                                 unexpected_count, write_json)
+from tests.stress.report import (Run, incomplete, kernel_limit_count, markdown_table, pivot_table,
+                                 summary, unexpected_count, write_json)
 from tests.stress.results import read_run
 from tests.stress.watch import ProgressWatch
 
@@ -118,7 +118,7 @@ def cmd_bench_stress(args: argparse.Namespace) -> int:
                     log.error("bench-stress: kernel %s, %d vCPUs, %s: %s", kernel, cpus, mode, exc)
                     runs.append(Run(kernel, cpus, mode, -1, 0.0, [], [f"could not run: {exc}"]))
                 write_json(runs, out_root / "results.json", s)
-    table = markdown_table(runs)
+    table = markdown_table(runs) + "\n\nworst wait of the progress monitor, ms:\n\n" + pivot_table(runs)
     (out_root / "table.md").write_text(table + "\n")
     print(table)
     print(summary(runs), flush=True)

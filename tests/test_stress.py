@@ -13,7 +13,7 @@ import pytest
 
 from pandemonium_common import PROJECT_ROOT
 from tests.stress import workloads as wl
-from tests.stress.report import Run, markdown_table, summary, unexpected_count
+from tests.stress.report import Run, markdown_table, pivot_table, summary, unexpected_count
 from tests.stress.watch import ProgressWatch, progress_count
 from tests.stress.results import kernel_complaints, read_run, rescues_by_workload, split_kmsg
 
@@ -145,6 +145,8 @@ def test_report_table_and_summary(results):
     assert text.splitlines()[0] == "unexpected exits: 4"
     assert "incomplete workloads: 2" in text
     assert "kernel limits: 0" in text
+    pivot = pivot_table(runs)
+    assert "| hogs | 16 |" in pivot and "| pipe | FAIL |" in pivot and "| scxci | FAIL |" in pivot
 
 
 def _rt_run(tmp_path, ext_server: str, wedge: bool = False):
@@ -175,6 +177,9 @@ def test_rt_starvation_without_the_ext_server_is_a_kernel_limit(tmp_path):
     assert "kernel limits: 1 (RT starvation without the sched_ext DL server: 6.18/2/adaptive/rt-hog)" in text
     assert "incomplete workloads: 0" in text
     assert "| rt-hog | NO | 0 | yes |" in markdown_table([run])
+    pivot = pivot_table([run, Run("7.3+deb", 4, "no-adaptive", 0, 60.0, cells[:1], [])])
+    assert pivot.splitlines()[0] == "| workload | 6.18 2c adaptive | 7.3 4c no-adaptive |"
+    assert "| rt-hog | KL | - |" in pivot and "| hogs | - | - |" in pivot
 
 
 def test_rt_starvation_with_the_ext_server_stays_unexpected(tmp_path):

@@ -66,6 +66,31 @@ def markdown_table(runs: list[Run]) -> str:
     return "\n".join(rows)
 
 
+def pivot_table(runs: list[Run]) -> str:
+    """The matrix at a glance: a row per workload, a column per cell (kernel, vCPUs, mode), each
+    entry the monitor's worst wait in ms, `KL` for a kernel limit, `FAIL` for an unexpected
+    outcome or an incomplete workload."""
+    cols = [f"{r.kernel.split('+')[0]} {r.cpus}c {r.mode}" for r in runs]
+    workloads: list[str] = []
+    for r in runs:
+        workloads += [c.workload for c in r.cells if c.workload not in workloads]
+    rows = ["| workload | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 1)]
+
+    def entry(c: Cell | None) -> str:
+        if c is None:
+            return "-"
+        if c.kernel_limit:
+            return "KL"
+        if c.unexpected or not c.completed:
+            return "FAIL"
+        return _ms(c.monitor_wait_ms)
+
+    for w in workloads:
+        cells = [next((c for c in r.cells if c.workload == w), None) for r in runs]
+        rows.append(f"| {w} | " + " | ".join(entry(c) for c in cells) + " |")
+    return "\n".join(rows)
+
+
 def summary(runs: list[Run]) -> str:
     lines = [f"unexpected exits: {unexpected_count(runs)}"]
     limited = [f"{c.kernel}/{c.cpus}/{c.mode}/{c.workload}" for r in runs for c in r.cells
