@@ -269,6 +269,9 @@ static __always_inline bool pcpu_head_interactive(s32 cpu)
 	struct task_struct *w;
 	struct task_ctx *wctx;
 
+	/* The common case on a busy CPU: nothing queued here, no iterator to set up. */
+	if (scx_bpf_dsq_nr_queued(cpu) <= 0)
+		return false;
 	bpf_for_each(scx_dsq, w, cpu, 0) {
 		wctx = task_ctx(w);
 		return wctx && wctx->tier != TIER_BATCH;
@@ -289,10 +292,10 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	struct topo_params *tp = topo();
 	s32 cpu = scx_bpf_task_cpu(p);
 	u32 node = cpu_node(cpu);
-	u64 since, thresh, now;
+	u64 since, thresh, now = bpf_ktime_get_ns();
 
 	if (cpu == 0 && tp && k) {
-		update_longrun(tp, bpf_ktime_get_ns());
+		update_longrun(tp, now);
 		codel_step(k, tp);
 	}
 	if (!tctx || !k || !tp || tctx->tier != TIER_BATCH)
@@ -307,7 +310,6 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	/* Thin topologies protect BATCH runners longer during longrun, or they would thrash. */
 	if (longrun_mode)
 		thresh <<= tp->longrun_preempt_shift;
-	now = bpf_ktime_get_ns();
 	if (tctx->last_run_at && now - tctx->last_run_at >= thresh && pcpu_head_interactive(cpu)) {
 		p->scx.slice = 0;
 		cpu_ctx(cpu)->owe_local = 1;
