@@ -10,7 +10,7 @@ ratio is the median of those per-iteration ratios.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .parse import Record
 from .plan import EEVDF
@@ -30,13 +30,14 @@ class Cell:
     cpu_pct: float | None = None  # scheduler's own CPU, median over iterations
     rss_kb: int | None = None  # largest VmRSS seen
     hwm_kb: int | None = None
+    errors: list[str] = field(default_factory=list)  # distinct reasons of the failed iterations
 
     def to_json(self) -> dict:
         return {"phase": self.phase, "cores": self.cores, "scheduler": self.scheduler,
                 "values": self.values, "failures": self.failures, "median": self.median,
                 "spread": list(self.spread) if self.spread else None, "ratio": self.ratio,
                 "sched_cpu_pct": self.cpu_pct, "sched_rss_kb": self.rss_kb,
-                "sched_hwm_kb": self.hwm_kb}
+                "sched_hwm_kb": self.hwm_kb, "errors": self.errors}
 
 
 def median(values: list[float]) -> float | None:
@@ -77,9 +78,11 @@ def aggregate(records: list[Record]) -> list[Cell]:
         rss = [r.sched_rss_kb for r in recs if r.sched_rss_kb is not None]
         hwm = [r.sched_hwm_kb for r in recs if r.sched_hwm_kb is not None]
         failures = sum(1 for r in recs if r.error)
+        errors = list(dict.fromkeys(r.error for r in recs if r.error))
         cells.append(Cell(phase, cores, sched, values, failures, median(values),
                           (min(values), max(values)) if values else None, median(ratios),
-                          median(costs), max(rss) if rss else None, max(hwm) if hwm else None))
+                          median(costs), max(rss) if rss else None, max(hwm) if hwm else None,
+                          errors))
     return cells
 
 

@@ -1,7 +1,8 @@
 """The bench-* subcommands of pandemonium.py: argument parsing and what each one reports.
 
 Each command is a Plan (phases x schedulers x core counts) run by driver.run_bench in one VM
-boot, then aggregated and written under ~/.cache/pandemonium/bench/<timestamp>-<command>/.
+boot (or natively by native.run_native on a sched_ext kernel as root), then aggregated and
+written under ~/.cache/pandemonium/bench/<timestamp>-<command>/.
 """
 
 from __future__ import annotations
@@ -11,11 +12,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError, cache_dir, log
+from pandemonium_common import PandemoniumError, cache_dir, log, scheduler_binary
 
+from . import anchors
 from . import plan as P
+from . import scoreboard
 from .aggregate import aggregate
-from .report import markdown, plot, write_json
+from .plots import ensure_matplotlib, plot
+from .report import markdown, write_json
+from .verdicts import VERDICTS, event_is_fatal
 
 
 @dataclass(frozen=True)
@@ -52,21 +57,30 @@ COMMANDS = [
             ["busy"], [P.PANDEMONIUM, P.PANDEMONIUM_BPF], bracket=False),
 ]
 BY_NAME = {c.name: c for c in COMMANDS}
-COST_CPU_PCT_MAX = 0.5  # issue #6
-COST_RSS_MIB_MAX = 32.0
+EXTERNAL_HELP = (
+    "also run another sched_ext scheduler, bracketed by EEVDF like ours; repeatable. SPEC is "
+    "one word: a known name (" + ", ".join(f"{n} = {a.crate} {a.version}" for n, a in
+                                        sorted(anchors.BY_NAME.items()) if n == a.label)
+    + "; installed with cargo install under ~/.cache/pandemonium/anchors when missing; "
+    "scx_bpfland and scx_lavd work too) or a path, optionally followed by the scheduler's own "
+    "arguments in the same quoted word")
 
 
 def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
     p = sub.add_parser(
         spec.name, help=spec.help,
-        description=f"{spec.help}. Runs inside the QEMU VM (this host has no sched_ext); "
-                    "VM timings are 5-12x slower than bare metal and only comparable within "
-                    "one boot. Writes JSON, a Markdown table and plots under "
+        description=f"{spec.help}. Runs inside the QEMU VM, or natively on a kernel with "
+                    "sched_ext when run as root (--vm forces the VM); VM timings are 5-12x "
+                    "slower than bare metal and only comparable within one boot. Writes JSON, "
+                    "a Markdown report (the scoreboard first) and plots under "
                     "~/.cache/pandemonium/bench/ and prints the path.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=f"phases: {', '.join(spec.phases)}\nexample:\n  %(prog)s --cores {spec.cores}")
-    p.add_argument("--cores", default=spec.cores, metavar="N[,N]",
-                   help=f"core counts to sweep by CPU hotplug in one boot (default {spec.cores})")
+        epilog=f"phases: {', '.join(spec.phases)}\nexamples:\n  %(prog)s --cores {spec.cores}\n"
+               "  %(prog)s --quick --external scx_bpfland --external upstream\n"
+               "  %(prog)s --external '/opt/scx_rusty --slice-us-underutil 5000'")
+    p.add_argument("--cores", default=None, metavar="N[,N]",
+                   help=f"core counts to sweep by CPU hotplug in one boot (default {spec.cores}; "
+                        "natively: the online CPUs, the only count allowed)")
     p.add_argument("--iterations", type=int, default=spec.iterations, metavar="N",
                    help=f"iterations per core count (default {spec.iterations})")
     p.add_argument("--quick", action="store_true",
@@ -78,10 +92,14 @@ def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
     p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")
     p.add_argument("--accel", choices=["tcg-single", "tcg-multi", "kvm"],
                    help="default: tcg-multi if vCPUs <= host cores, else tcg-single")
+    p.add_argument("--vm", action="store_true",
+                   help="run in the VM even on a sched_ext kernel as root")
+    p.add_argument("--no-build", action="store_true",
+                   help="use the release binary as it is (no cargo build first)")
     p.add_argument("--out", metavar="DIR", help="output directory (default: the bench cache)")
     p.add_argument("--echo", action="store_true", help="stream the guest console")
-    p.add_argument("--external", nargs=argparse.REMAINDER, metavar="PATH [ARGS]",
-                   help="also run this sched_ext scheduler binary with ARGS (must come last)")
+    p.add_argument("--external", action="append", default=[], metavar="SPEC",
+                   help=EXTERNAL_HELP)
     p.set_defaults(func=lambda args, spec=spec: run_command(spec, args))
 
 
@@ -90,24 +108,29 @@ def add_all(sub: argparse._SubParsersAction) -> None:
         add_parser(sub, spec)
 
 
-def plan_from_args(spec: Command, args: argparse.Namespace) -> P.Plan:
+def plan_from_args(spec: Command, args: argparse.Namespace,
+                   native_online: int | None = None) -> P.Plan:
+    """The plan; native_online: the online CPU count of a native run (the only core count)."""
+    from .native import native_cores
+
     if args.iterations < 1:
         raise PandemoniumError(f"{spec.name}: --iterations must be at least 1")
     try:
-        cores = P.parse_cores(args.cores, max_cpus=64)
+        cores = None if args.cores is None else P.parse_cores(args.cores, max_cpus=64)
     except ValueError as exc:
         raise PandemoniumError(f"{spec.name}: {exc}") from None
+    if native_online is not None:
+        cores = native_cores(cores, native_online, spec.name)
+    elif cores is None:
+        cores = P.parse_cores(spec.cores)
     sizes = P.Sizes.quick() if args.quick else P.Sizes()
     if args.phase_seconds is not None:
         if args.phase_seconds < 1:
             raise PandemoniumError(f"{spec.name}: --phase-seconds must be at least 1")
         sizes.phase_s = args.phase_seconds
     scheds = list(spec.schedulers)
-    external = list(args.external or [])
-    if args.external is not None and not external:
-        raise PandemoniumError(f"{spec.name}: --external needs a PATH")
-    if external and not args.pandemonium_only:
-        scheds.append(P.EXTERNAL)
+    external = [] if args.pandemonium_only else anchors.parse_externals(args.external)
+    scheds += [e.label for e in external]
     return P.Plan(phases=list(spec.phases), schedulers=scheds,
                   cores=cores[:1] if args.quick else cores,
                   iterations=1 if args.quick else args.iterations,
@@ -125,14 +148,27 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
     import pandemonium_build as build
 
     from .driver import run_bench
+    from .native import decide_here, online_cpus, run_native
 
-    plan = plan_from_args(spec, args)
-    build.ensure_packages(vm=True, extra=build.BENCH_PACKAGES)
-    build.build_release()
+    native, why = decide_here(args.vm)
+    plan = plan_from_args(spec, args, online_cpus() if native else None)
+    log.info("%s: %s", spec.name, why)
+    build.ensure_packages(vm=not native, extra=build.BENCH_PACKAGES)
+    if not args.no_build:
+        build.build_release()
+    elif not scheduler_binary().is_file():
+        raise PandemoniumError(f"--no-build: {scheduler_binary()} is missing; build it first "
+                               "(./pandemonium.py build)")
+    plan.external = [anchors.resolve(e) for e in plan.external]
+    ensure_matplotlib()
     out = out_dir_for(spec, args)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    result = run_bench(plan, out, kernel=args.kernel, accel=args.accel, echo=args.echo)
+    if native:
+        result = run_native(plan, out, echo=args.echo)
+    else:
+        result = run_bench(plan, out, kernel=args.kernel, accel=args.accel, echo=args.echo)
+    result.env["externals"] = {e.label: e.describe() for e in plan.external}
     cells = aggregate(result.records)
     notes = notes_for(spec, result, cells)
     title = f"{spec.name}{' (quick)' if args.quick else ''}"
@@ -144,25 +180,27 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
                  "iterations": plan.iterations, "bracket": plan.bracket,
                  "sizes": vars(plan.sizes), "runs": [r.token() for r in plan.runs()]},
         "records": [r.to_json() for r in result.records],
-        "cells": [c.to_json() for c in cells], "notes": notes})
+        "cells": [c.to_json() for c in cells], "notes": notes,
+        "scoreboard": scoreboard.to_json(cells, plan.phases)})
     plots = plot(out, cells, plan.phases)
     print(md, flush=True)
     log.info("%s: %s; finished in %s", spec.name, plots, P.fmt_duration(time.monotonic() - started))
     print(f"{spec.name}: results in {out}", flush=True)
-    failed = result.rc != 0 or any(e.split()[0] in FATAL_EVENTS for e in result.events if e)
-    return 1 if failed or any(n.startswith("FAIL") for n in notes) else 0
+    return 1 if failed(result, notes) else 0
 
 
-# stop-status: the scheduler exited non-zero on SIGTERM (not a clean unload); ejected: the
-# kernel kicked it out mid-phase (e.g. the sched_ext watchdog saw a runnable task stall).
-FATAL_EVENTS = ("stop-timeout", "attach-failed", "skipped", "hotplug-failed", "stop-status",
-                "ejected")
+def failed(result, notes: list[str]) -> bool:
+    """The command's verdict: the driver failed, a fatal event (an external anchor's own
+    failure is not one), or a FAIL note."""
+    return (result.rc != 0 or any(event_is_fatal(e) for e in result.events if e)
+            or any(n.startswith("FAIL") for n in notes))
 
 
 def notes_for(spec: Command, result, cells) -> list[str]:
     """The closing notes: failures first, then the per-command verdicts."""
-    notes = [f"FAIL guest event: {e}" for e in result.events if e.split()[0] in FATAL_EVENTS]
-    notes += [f"guest event: {e}" for e in result.events if e and e.split()[0] not in FATAL_EVENTS]
+    events = [e for e in result.events if e]
+    notes = [f"FAIL guest event: {e}" for e in events if event_is_fatal(e)]
+    notes += [f"guest event: {e}" for e in events if not event_is_fatal(e)]
     bad = [r for r in result.records if r.error]
     notes += [f"phase failed: {r.phase} at {r.cores} cores, {r.scheduler} iteration "
               f"{r.iteration}: {r.error}" for r in bad]
@@ -172,97 +210,9 @@ def notes_for(spec: Command, result, cells) -> list[str]:
     notes.append(f"host: {env.get('host_cores')} cores, load average "
                  f"{env.get('host_loadavg_before')} before, {env.get('host_loadavg_after')} after "
                  "(other work shares these cores)")
-    if env.get("external", "-") != "-":
-        notes.append(f"'external' is {env['external']} (attached and detached like pandemonium)")
+    for label, what in (env.get("externals") or {}).items():
+        version = env.get(f"version_{label}")
+        notes.append(f"'{label}' is {what}" + (f", reporting '{version}'" if version else "")
+                     + " (attached and detached like pandemonium)")
     notes += VERDICTS.get(spec.name, lambda r, c: [])(result, cells)
     return notes
-
-
-def _power(result, cells) -> list[str]:
-    out = []
-    for c in cells:
-        if c.phase not in ("idle", "busy") or c.cpu_pct is None:
-            continue
-        rss_mib = (c.rss_kb or 0) / 1024
-        ok = c.cpu_pct < COST_CPU_PCT_MAX and rss_mib < COST_RSS_MIB_MAX
-        out.append(f"{'cost within target' if ok else 'cost target MISSED'}: {c.scheduler} "
-                   f"{c.phase} at {c.cores} cores: CPU {c.cpu_pct:.3f} % of one CPU (target "
-                   f"< {COST_CPU_PCT_MAX} %), VmRSS {rss_mib:.1f} MiB (target < "
-                   f"{COST_RSS_MIB_MAX:.0f} MiB) [VM: TCG inflates CPU time]")
-    rapl = [r for r in result.records if r.phase == "rapl"]
-    if rapl and all(r.value is None for r in rapl):
-        why = next((r.extra.get("rapl_unavailable") for r in rapl if r.extra), "no counter")
-        out.append(f"RAPL unavailable in this guest (perf stat -e power/energy-pkg/: {why}); "
-                   "the scheduler's own CPU time above is the idle-floor cost instead")
-    return out
-
-
-def _pcpu(result, cells) -> list[str]:
-    out = []
-    for r in result.records:
-        if r.phase != "pinned" or r.value is None:
-            continue
-        stranded = r.extra.get("stranded", 0)
-        out.append(f"{'FAIL' if stranded else 'ok'}: {r.scheduler} at {r.cores} cores: "
-                   f"{r.extra.get('workers')} pinned long-runners, {stranded} made no progress, "
-                   f"worst gap {r.value / 1000:.1f} ms")
-    out.append("not checked here: the depth gate and BPF counter consistency (the gate's "
-               "topology/contention layers read the BPF maps)")
-    return out
-
-
-def _scx(result, cells) -> list[str]:
-    out = []
-    for c in cells:
-        if c.phase == "busy":
-            ok = c.failures == 0 and not any(e.split()[0] in FATAL_EVENTS for e in result.events)
-            out.append(f"{'ok' if ok else 'FAIL'}: {c.scheduler} at {c.cores} cores: attached, "
-                       "ran the stress workload, detached"
-                       + ("" if ok else " (see the events above)"))
-    return out
-
-
-def _forkthread(result, cells) -> list[str]:
-    """perf stat counters of the threaded messaging run; unsupported ones are named as such."""
-    out, unsupported = [], set()
-    for r in result.records:
-        if r.phase != "forkthread" or not r.extra:
-            continue
-        counted = {k: v for k, v in r.extra.items() if isinstance(v, float)}
-        unsupported |= {k for k, v in r.extra.items() if not isinstance(v, float)}
-        out.append(f"{r.scheduler} at {r.cores} cores, iteration {r.iteration}: "
-                   + ", ".join(f"{k} {v:g}" for k, v in sorted(counted.items())))
-    if unsupported:
-        out.append("hardware counters unavailable in this guest (perf stat: <not supported>): "
-                   + ", ".join(sorted(unsupported)))
-    return out
-
-
-def _trace(result, cells) -> list[str]:
-    out = []
-    for r in result.records:
-        if r.phase != "bpfstats" or not r.extra:
-            continue
-        x = r.extra
-        per = x["bpf_ns_per_run"]
-        events = ", ".join(f"{k} {v}" for k, v in sorted(x["trace_events"].items())) or "none"
-        out.append(f"{r.scheduler} at {r.cores} cores: {x['bpf_progs']} BPF programs ran "
-                   f"{x['bpf_run_cnt']} times"
-                   + (f", {per:.0f} ns per run (guest time)" if per is not None else "")
-                   + f"; trace events (last buffer): {events}")
-    return out + [f"raw captures: {result.out_dir / 'vm' / 'raw'}"]
-
-
-def _sys(result, cells) -> list[str]:
-    out = []
-    for log_file in sorted((result.out_dir / "vm" / "raw").glob("*.sched.log")):
-        lines = [ln for ln in log_file.read_text(errors="replace").splitlines()
-                 if ln.startswith("d/s:")]
-        out.append(f"{log_file.name}: {len(lines)} telemetry lines"
-                   + (f"; last: {lines[-1]}" if lines else " (FAIL: none captured)"))
-    return out or ["FAIL no scheduler log captured"]
-
-
-VERDICTS = {"bench-power": _power, "bench-pcpu": _pcpu, "bench-scx": _scx,
-            "bench-fork-thread": _forkthread,
-            "bench-trace": _trace, "bench-sys": _sys}

@@ -12,6 +12,8 @@ API (for other bench commands, e.g. bench-stress):
     result.events    # failures the guest reported (attach-failed, stop-timeout, hotplug-failed...)
     result.env       # kernel, vcpus, accel, versions
 
+tests/bench/native.py runs the same guest driver on the host instead (a sched_ext kernel, root).
+
 A phase is a `phase_<name>` shell function in tests/bench/guest/driver.sh (its stdout is the raw
 output) plus a parser in tests/bench/parse.py PARSERS and an entry in tests/bench/plan.py PHASES.
 The guest boots with max(cores) vCPUs and takes CPUs offline between scheduler runs, never while
@@ -33,11 +35,12 @@ from pathlib import Path
 
 from pandemonium_common import PROJECT_ROOT, PandemoniumError, cache_dir, log
 
+from . import anchors
 from .parse import Record, parse_results
-from .plan import ATTACH_EST_S, EEVDF, EXTERNAL, Plan, accel_for, eta_s, fmt_duration
+from .plan import ATTACH_EST_S, EEVDF, Plan, accel_for, eta_s, fmt_duration
 
 GUEST_DIR = PROJECT_ROOT / "tests" / "bench" / "guest"
-TOOLS = ["stress-ng", "perf", "cyclictest"]
+TOOLS = ["stress-ng", "perf", "cyclictest", "hackbench"]
 _STEP = re.compile(r"BENCH-STEP (\d+) (\d+) (\d+) (\d+) (\S+) (\S+) (\S+)")
 
 
@@ -48,6 +51,7 @@ class BenchResult:
     env: dict
     rc: int
     out_dir: Path
+    results_dir: Path  # the driver's results (raw/, steps.tsv): out_dir/vm or out_dir/native
     notes: list[str] = field(default_factory=list)
 
 
@@ -73,11 +77,11 @@ def missing_tools() -> list[str]:
 
 
 class Progress(threading.Thread):
-    """Follows the guest console log and prints one line per finished phase with an ETA."""
+    """Follows the driver's console log and prints one line per finished phase with an ETA."""
 
-    def __init__(self, console_dir: Path, plan: Plan, attach_s: float = ATTACH_EST_S) -> None:
+    def __init__(self, console_log: Path, plan: Plan, attach_s: float = ATTACH_EST_S) -> None:
         super().__init__(daemon=True)
-        self.dir, self.stop_flag = console_dir, threading.Event()
+        self.path, self.stop_flag = console_log, threading.Event()
         self.weights = []
         for run in plan.runs():
             for i, phase in enumerate(plan.phases):
@@ -95,7 +99,7 @@ class Progress(threading.Thread):
                 f"ETA {fmt_duration(eta)}")
 
     def run(self) -> None:
-        pos, path = 0, self.dir / "vm-console.log"
+        pos, path = 0, self.path
         buf = ""
         while not self.stop_flag.wait(2.0):
             if not path.is_file():
@@ -114,33 +118,43 @@ class Progress(threading.Thread):
                     log.info("bench: %s", raw.strip())
 
 
-def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | None = None,
-              external: str | None = None, echo: bool = False,
-              extra_cmdline: str = "") -> BenchResult:
-    """Boot max(plan.cores) vCPUs, run the plan, parse /results. accel None: accel_for()."""
+def check_tools() -> None:
     if missing_tools():
         raise PandemoniumError("bench: missing host tools for the guest: "
                                + ", ".join(missing_tools())
                                + " (apt-get install stress-ng linux-perf rt-tests)")
+
+
+def externals_in(plan: Plan) -> list:
+    """The plan's external schedulers (anchors.External, resolved: path set)."""
+    out = [e for e in plan.external if e.label in plan.schedulers]
+    for e in out:
+        if e.path is None or not e.path.is_file():
+            raise PandemoniumError(f"bench: --external {e.spec!r}: binary {e.path} missing")
+    return out
+
+
+def driver_env(plan: Plan, binary_for) -> dict[str, str]:
+    """The guest driver's environment; binary_for(External) is where its binary is there."""
+    ext = ";".join(anchors.command_line(e, binary_for(e)) for e in externals_in(plan))
+    return {"BENCH_RUNS": " ".join(r.token() for r in plan.runs()),
+            "BENCH_PHASES": " ".join(plan.phases), "BENCH_EXTERNALS": ext,
+            "BENCH_SCHED_ARGS": " ".join(plan.sched_args), **plan.sizes.guest_env()}
+
+
+def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | None = None,
+              echo: bool = False, extra_cmdline: str = "") -> BenchResult:
+    """Boot max(plan.cores) vCPUs, run the plan, parse /results. accel None: accel_for()."""
+    check_tools()
     from tests.vm import run_in_vm
 
     vcpus = max(plan.cores)
     mode = accel or accel_for(vcpus, os.cpu_count() or 1)
     add = [(str(GUEST_DIR / "driver.sh"), "/usr/local/bin/bench-driver"),
            (str(benchlat_binary()), "/usr/local/bin/benchlat")]
-    ext_cmd = ""
-    if EXTERNAL in plan.schedulers:
-        if not plan.external:
-            raise PandemoniumError("bench: scheduler 'external' needs --external PATH")
-        host = Path(plan.external[0])
-        if not host.is_file():
-            raise PandemoniumError(f"bench: --external {host}: no such file")
-        # Its own directory: it may share a name with a binary the guest already has.
-        add.append((str(host), f"/opt/external/{host.name}"))
-        ext_cmd = " ".join([f"/opt/external/{host.name}", *plan.external[1:]])
-    env = {"BENCH_RUNS": " ".join(r.token() for r in plan.runs()),
-           "BENCH_PHASES": " ".join(plan.phases), "BENCH_EXTERNAL": ext_cmd,
-           "BENCH_SCHED_ARGS": " ".join(plan.sched_args), **plan.sizes.guest_env()}
+    # Each external in its own directory: upstream's binary has our scheduler's name.
+    add += [(str(e.path), anchors.guest_path(e)) for e in externals_in(plan)]
+    env = driver_env(plan, anchors.guest_path)
     estimate = plan.estimate_s()
     timeout = estimate * 2 + 900  # TCG pace varies with the host's other load
     log.info("bench: %d runs x %d phases at %s cores, %s, roughly %s (VM timeout %s)",
@@ -148,7 +162,7 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
              fmt_duration(estimate), fmt_duration(timeout))
     vm_dir = out_dir / "vm"
     vm_dir.mkdir(parents=True, exist_ok=True)
-    progress = Progress(vm_dir, plan)
+    progress = Progress(vm_dir / "vm-console.log", plan)
     progress.start()
     load_before = os.getloadavg()
     try:
@@ -170,7 +184,7 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
                 qemu=_first_line(["qemu-system-x86_64", "--version"]),
                 git=_first_line(["git", "-C", str(PROJECT_ROOT), "describe", "--always",
                                  "--dirty"]))
-    return BenchResult(records, events, genv, res.rc, out_dir)
+    return BenchResult(records, events, genv, res.rc, out_dir, vm_dir)
 
 
 def _first_line(cmd: list[str]) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 USER_HZ = 100  # /proc/PID/stat ticks; fixed at 100 on x86 Linux whatever CONFIG_HZ is
 MIN_COST_WINDOW_S = 2.0
 RC_EJECTED = 200  # driver.sh: the scheduler was no longer attached when the phase ended
+RC_NOT_ATTACHED = 201  # driver.sh: the scheduler never attached; the output file says why
 
 
 @dataclass
@@ -93,7 +94,15 @@ def _throughput(text: str, rec: Record) -> None:
 
 def cyclictest_p99(text: str) -> tuple[float, float | None]:
     """(P99 over all threads, max) in us from `cyclictest -h` rows 'latency count count ...'.
-    Overflows (beyond the histogram) count as above every bucket."""
+    Overflows (beyond the histogram) count as above every bucket: a percentile that falls
+    among them reads as the max."""
+    pct, max_us = cyclictest_percentiles(text, (0.99,))
+    return pct[0], max_us
+
+
+def cyclictest_percentiles(text: str, quantiles: tuple[float, ...]) -> tuple[list[float],
+                                                                              float | None]:
+    """([percentile per quantile], max) in us over all threads, as cyclictest_p99."""
     counts: dict[int, int] = {}
     overflow = 0
     max_us = None
@@ -109,17 +118,33 @@ def cyclictest_p99(text: str) -> tuple[float, float | None]:
     total = sum(counts.values()) + overflow
     if total == 0:
         raise ValueError("no cyclictest histogram rows")
-    need = 0.99 * total
-    seen = 0
-    for lat in sorted(counts):
-        seen += counts[lat]
-        if seen >= need:
-            return float(lat), max_us
-    return float(max_us if max_us is not None else max(counts)), max_us
+    out = []
+    for q in quantiles:
+        need, seen, found = q * total, 0, None
+        for lat in sorted(counts):
+            seen += counts[lat]
+            if seen >= need:
+                found = float(lat)
+                break
+        if found is None:  # among the overflows
+            found = float(max_us if max_us is not None else max(counts))
+        out.append(found)
+    return out, max_us
 
 
 def _cyclictest(text: str, rec: Record) -> None:
-    rec.value, rec.max = cyclictest_p99(text)
+    (rec.p50, rec.value), rec.max = cyclictest_percentiles(text, (0.5, 0.99))
+
+
+_HACKBENCH_TIME = re.compile(r"^Time:\s*([0-9.]+)\s*$", re.M)
+
+
+def _hackbench(text: str, rec: Record) -> None:
+    """hackbench's own wall time ('Time: 1.234', seconds)."""
+    m = _HACKBENCH_TIME.search(text)
+    if not m:
+        raise ValueError("no 'Time:' line from hackbench")
+    rec.value = float(m.group(1))
 
 
 def _stress_gap(text: str, rec: Record) -> None:
@@ -181,7 +206,8 @@ def _telemetry(text: str, rec: Record) -> None:
 PARSERS = {
     "throughput": _throughput, "latency": _probe, "burst": _probe, "longrun": _probe,
     "mixed": _probe, "deadline": _deadline, "ipc": _benchlat, "launch": _benchlat,
-    "messaging": _messaging, "cyclictest": _cyclictest, "oversub": _probe, "recovery": _probe,
+    "messaging": _messaging, "cyclictest": _cyclictest, "hackbench": _hackbench,
+    "oversub": _probe, "recovery": _probe,
     "pinned": _stress_gap, "forkthread": _messaging, "bpfstats": _bpfstats, "rapl": _rapl,
     "idle": _telemetry, "busy": _telemetry, "telemetry": _telemetry,
 }
@@ -209,6 +235,10 @@ def parse_step(line: str, raw_dir: Path) -> Record:
     _cost(t0, t1, f[7], f[10], f[11], f[12], rec)
     out = raw_dir / f"c{cores}-i{it}-{sched}.{phase}.out"
     text = out.read_text(errors="replace") if out.is_file() else ""
+    if rec.rc == RC_NOT_ATTACHED:
+        why = text.strip().splitlines()[:1] or ["no reason recorded"]
+        rec.error = f"did not attach: {why[0][:300]}"
+        return rec
     if rec.rc == RC_EJECTED:
         rec.error = "the kernel ejected the scheduler during this phase (see the events)"
     elif rec.rc != 0:

@@ -10,8 +10,13 @@ from dataclasses import dataclass, field
 EEVDF = "eevdf"
 PANDEMONIUM = "pandemonium"
 PANDEMONIUM_BPF = "pandemonium-bpf"
-EXTERNAL = "external"
-SCHEDULERS = (EEVDF, PANDEMONIUM, PANDEMONIUM_BPF, EXTERNAL)
+OURS = (PANDEMONIUM, PANDEMONIUM_BPF)
+# Every other scheduler in a plan is an external one (tests/bench/anchors.py): a known anchor
+# (bpfland, lavd, upstream) or "ext:<basename>" for a binary given by path.
+
+
+def is_external(scheduler: str) -> bool:
+    return scheduler not in (EEVDF, *OURS)
 
 
 @dataclass(frozen=True)
@@ -38,7 +43,8 @@ PHASES: dict[str, Phase] = {p.name: p for p in [
     Phase("ipc", "pipe round-trip P99", "us", 4.0, timed=False, target=1.5),
     Phase("launch", "fork+exec to exit P99", "us", 15.0, timed=False, target=1.0),
     Phase("messaging", "perf messaging wall time", "s", 10.0, timed=False, target=1.03),
-    Phase("cyclictest", "cyclictest P99", "us", 2.0),
+    Phase("cyclictest", "cyclictest P99", "us", 2.0, target=1.0),
+    Phase("hackbench", "hackbench wall time", "s", 3.0, timed=False, target=1.1),
     # Building blocks of the other bench commands.
     Phase("idle", "scheduler CPU", "%", 0.0),
     Phase("busy", "scheduler CPU", "%", 1.0),
@@ -52,7 +58,7 @@ PHASES: dict[str, Phase] = {p.name: p for p in [
 ]}
 ATTACH_EST_S = 10.0  # BPF load + attach in the guest: 1 s under tcg-multi, more under load
 SCALE_PHASES = ["throughput", "latency", "burst", "longrun", "mixed", "deadline", "ipc", "launch",
-                "messaging", "cyclictest"]
+                "messaging", "cyclictest", "hackbench"]
 
 
 @dataclass
@@ -65,17 +71,23 @@ class Sizes:
     pipe_count: int = 3000  # pipe round trips
     launch_count: int = 60  # fork+exec+reap of /bin/true under load (~0.1-0.5 s each in TCG)
     msg_loops: int = 50  # perf bench sched messaging -g 4 -l N
+    # hackbench -P -g G -l L beside 2 busy loops per CPU: ~1-3 s under EEVDF at 2 TCG vCPUs
+    hackbench_groups: int = 2
+    hackbench_loops: int = 100
     attach_timeout_s: int = 240
     stop_timeout_s: int = 60
 
     @classmethod
     def quick(cls) -> Sizes:
-        return cls(phase_s=2, ops=80, pipe_count=1000, launch_count=20, msg_loops=20)
+        return cls(phase_s=2, ops=80, pipe_count=1000, launch_count=20, msg_loops=20,
+                   hackbench_loops=50)
 
     def guest_env(self) -> dict[str, str]:
         return {"BENCH_D": str(self.phase_s), "BENCH_OPS": str(self.ops),
                 "BENCH_PIPE_N": str(self.pipe_count), "BENCH_LAUNCH_N": str(self.launch_count),
                 "BENCH_MSG_LOOPS": str(self.msg_loops),
+                "BENCH_HB_GROUPS": str(self.hackbench_groups),
+                "BENCH_HB_LOOPS": str(self.hackbench_loops),
                 "BENCH_ATTACH_S": str(self.attach_timeout_s),
                 "BENCH_STOP_S": str(self.stop_timeout_s)}
 
@@ -98,7 +110,7 @@ class Plan:
     iterations: int
     bracket: bool = True
     sizes: Sizes = field(default_factory=Sizes)
-    external: list[str] = field(default_factory=list)  # host PATH + ARGS for EXTERNAL
+    external: list = field(default_factory=list)  # anchors.External, one per external label
     sched_args: list[str] = field(default_factory=list)  # extra scx_pandemonium arguments
 
     def runs(self) -> list[Run]:

@@ -1,10 +1,12 @@
-"""Benchmark output: Markdown tables (value + ratio to EEVDF + target), the JSON archive, plots."""
+"""Benchmark output: Markdown tables (value + ratio to EEVDF + target, the scoreboard first) and
+the JSON archive. Plots: tests/bench/plots.py."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from . import scoreboard
 from .aggregate import Cell, eevdf_drift
 from .plan import EEVDF, PHASES
 
@@ -46,7 +48,7 @@ def phase_table(phase: str, cells: list[Cell]) -> str:
     p = PHASES[phase]
     drift = eevdf_drift(cells)
     rows = [f"### {phase}: {p.metric} (median of iterations; lower is better)", "",
-            "| cores | scheduler | median | spread (min-max) | n | ratio to EEVDF | target |",
+            "| cores | scheduler | median | spread (min-max) | n | ratio to EEVDF | target / failure |",
             "|---|---|---|---|---|---|---|"]
     for c in cells:
         if c.phase != phase:
@@ -58,8 +60,26 @@ def phase_table(phase: str, cells: list[Cell]) -> str:
         if c.scheduler == EEVDF and (phase, c.cores) in drift:
             ratio = f"(drift {drift[(phase, c.cores)]:.2f}x)"
         rows.append(f"| {c.cores} | {c.scheduler} | {fmt_value(c.median, p.unit)} | {spread} | "
-                    f"{n} | {ratio} | {verdict(c)} |")
+                    f"{n} | {ratio} | {_last_column(c)} |")
     return "\n".join(rows) + "\n"
+
+
+def _last_column(c: Cell) -> str:
+    """The target verdict, and why iterations failed (a scheduler that did not attach: its own
+    words)."""
+    why = "; ".join(e.replace("|", "/") for e in c.errors)
+    parts = [v for v in (verdict(c) if c.values else "", f"FAILED: {why}" if why else "") if v]
+    return "; ".join(parts)
+
+
+def header(env: dict) -> str:
+    if env.get("native"):
+        return (f"Native run on this machine (kernel {env.get('kernel', '?')}, "
+                f"{env.get('cpus', '?')} CPUs online, no VM): figures for this hardware; other "
+                "work on it shares these CPUs.")
+    return (f"VM benchmark (QEMU {env.get('accel', '?')}, {env.get('vcpus', '?')} vCPUs booted, "
+            f"kernel {env.get('kernel', '?')}): guest timings are 5-12x slower than bare metal "
+            "and are only comparable with each other, within this boot.")
 
 
 def cost_table(cells: list[Cell]) -> str:
@@ -78,49 +98,21 @@ def cost_table(cells: list[Cell]) -> str:
 
 def markdown(title: str, env: dict, cells: list[Cell], phases: list[str],
              notes: list[str]) -> str:
-    head = [f"# {title}", "",
-            f"VM benchmark (QEMU {env.get('accel', '?')}, {env.get('vcpus', '?')} vCPUs booted, "
-            f"kernel {env.get('kernel', '?')}): guest timings are 5-12x slower than bare metal and "
-            "are only comparable with each other, within this boot.", ""]
+    """The scoreboard first, then a table per phase, the scheduler's cost, the notes and last the
+    ahead line per core count."""
+    head = [f"# {title}", "", header(env), ""]
+    board = scoreboard.table(cells, phases)
     # Cost-only phases (idle, busy) and an unavailable RAPL have no values: only notes speak.
     body = [phase_table(p, cells) for p in phases
             if any(c.phase == p and (c.values or c.failures) for c in cells)]
     cost = cost_table(cells)
     tail = ["### notes", ""] + [f"- {n}" for n in notes] if notes else []
-    return "\n".join(head + body + ([cost] if cost else []) + tail) + "\n"
+    lines = [scoreboard.ahead_line(k, s) for k, s in scoreboard.scores(cells, phases).items() if s]
+    verdict_lines = ["", "### pandemonium (adaptive) against every other scheduler", ""] \
+        + [f"- {line}" for line in lines] if lines else []
+    return "\n".join(head + ([board] if board else []) + body + ([cost] if cost else []) + tail
+                     + verdict_lines) + "\n"
 
 
 def write_json(path: Path, payload: dict) -> None:
     path.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
-
-
-def plot(out_dir: Path, cells: list[Cell], phases: list[str]) -> str:
-    """One PNG per phase: median vs core count per scheduler. Returns a one-line status."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return "plots skipped: matplotlib unavailable"
-    made = 0
-    for phase in phases:
-        sub = [c for c in cells if c.phase == phase and c.median is not None]
-        if not sub:
-            continue
-        p = PHASES[phase]
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for sched in dict.fromkeys(c.scheduler for c in sub):
-            pts = sorted((c.cores, c.median) for c in sub if c.scheduler == sched)
-            ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=sched)
-        ax.set_xlabel("cores (online vCPUs)")
-        ax.set_ylabel(f"{p.metric} ({p.unit})")
-        ax.set_title(f"{phase} (VM, lower is better)")
-        ax.set_xticks(sorted({c.cores for c in sub}))
-        if p.unit == "us" and all(c.median > 0 for c in sub):
-            ax.set_yscale("log")  # TCG tails span decades between schedulers
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out_dir / f"{phase}.png", dpi=100)
-        plt.close(fig)
-        made += 1
-    return f"{made} plot(s) written"

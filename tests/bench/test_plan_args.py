@@ -69,21 +69,45 @@ def test_quick_uses_one_core_count_one_iteration_and_short_sizes():
     assert plan.phases == P.SCALE_PHASES and plan.bracket
 
 
-def test_external_takes_path_and_args_and_pandemonium_only_drops_it():
-    args = _args("bench-scale", "--external", "/opt/scx_x", "--slice-us", "5000")
+def test_external_takes_names_and_paths_repeatedly_and_pandemonium_only_drops_them():
+    args = _args("bench-scale", "--external", "scx_bpfland", "--external", "upstream",
+                 "--external", "/opt/scx_x --slice-us 5000", "--external", "lavd")
     plan = commands.plan_from_args(commands.BY_NAME["bench-scale"], args)
-    assert plan.schedulers[-1] == P.EXTERNAL
-    assert plan.external == ["/opt/scx_x", "--slice-us", "5000"]
+    assert plan.schedulers == [P.PANDEMONIUM, P.PANDEMONIUM_BPF, "bpfland", "upstream",
+                               "ext:scx_x", "lavd"]
+    by = {e.label: e for e in plan.external}
+    assert by["bpfland"].anchor.crate == "scx_bpfland" and by["bpfland"].anchor.version == "1.1.4"
+    assert by["upstream"].anchor.crate == "scx_pandemonium"
+    assert by["upstream"].anchor.version == "5.23.1"
+    assert by["lavd"].anchor.crate == "scx_lavd"
+    assert by["ext:scx_x"].args == ("--slice-us", "5000")
+    assert str(by["ext:scx_x"].path) == "/opt/scx_x"
+    # Every external is bracketed by EEVDF like ours.
+    assert [r.token() for r in plan.runs()][:8] == [
+        "4:0:eevdf", "4:1:pandemonium", "4:1:pandemonium-bpf", "4:1:bpfland", "4:1:upstream",
+        "4:1:ext:scx_x", "4:1:lavd", "4:1:eevdf"]
+    assert all(P.is_external(s) for s in ("bpfland", "upstream", "ext:scx_x"))
+    assert not any(P.is_external(s) for s in ("eevdf", "pandemonium", "pandemonium-bpf"))
     args = _args("bench-scale", "--pandemonium-only", "--external", "/opt/scx_x")
     plan = commands.plan_from_args(commands.BY_NAME["bench-scale"], args)
-    assert P.EXTERNAL not in plan.schedulers and not plan.bracket
+    assert plan.schedulers == [P.PANDEMONIUM, P.PANDEMONIUM_BPF] and not plan.bracket
+
+
+def test_external_help_names_the_known_anchors(capsys):
+    with pytest.raises(SystemExit):
+        pandemonium.build_parser().parse_args(["bench-scale", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--external SPEC" in out and "scx_pandemonium 5.23.1" in out and "bpfland" in out
+    assert "--vm" in out and "--no-build" in out
 
 
 @pytest.mark.parametrize("argv,msg", [
     (["--iterations", "0"], "--iterations"),
     (["--cores", "two"], "expected numbers"),
     (["--phase-seconds", "0"], "--phase-seconds"),
-    (["--external"], "needs a PATH"),
+    (["--external", ""], "needs a NAME or PATH"),
+    (["--external", "no_such_scheduler_xyz"], "not a known name"),
+    (["--external", "/opt/x 'a b'"], "not supported"),
 ])
 def test_bad_arguments_are_user_errors(argv, msg):
     args = _args("bench-scale", *argv)
@@ -115,7 +139,7 @@ def test_progress_line_reports_step_status_and_eta(tmp_path):
 
     plan = P.Plan(phases=["ipc", "latency"], schedulers=[P.PANDEMONIUM], cores=[2],
                   iterations=1, sizes=P.Sizes(phase_s=4))
-    prog = Progress(tmp_path, plan, attach_s=0)
+    prog = Progress(tmp_path / "vm-console.log", plan, attach_s=0)
     # 3 runs x (ipc 4 + latency 2+4): weights 4, 6, 4, 6, 4, 6
     assert prog.weights == [4.0, 6.0] * 3
     m = _STEP.search("junk BENCH-STEP 2 6 2 0 eevdf latency 0")
@@ -123,3 +147,26 @@ def test_progress_line_reports_step_status_and_eta(tmp_path):
                                   "elapsed 20s, ETA 40s")
     m = _STEP.search("BENCH-STEP 3 6 2 1 pandemonium ipc failed")
     assert "ipc: FAILED (failed)" in prog.line(m, 30.0)
+
+
+def test_latency_type_phases_run_beside_pure_busy_loops_at_a_10ms_period():
+    import re
+
+    from tests.bench.driver import GUEST_DIR
+
+    script = (GUEST_DIR / "driver.sh").read_text()
+
+    def body(name):
+        m = re.search(rf"^phase_{name}\(\) \{{(.*?)\}}$", script, re.S | re.M)
+        return m.group(1)
+
+    for name in ("latency", "burst", "deadline", "launch", "cyclictest", "hackbench"):
+        assert "busy $((2 * N))" in body(name) and "load " not in body(name), name
+    assert "PERIOD_US=10000" in script
+    assert "probe --period-us $PERIOD_US" in body("latency")
+    cyc = body("cyclictest")
+    for flag in ("--policy=other", "-i $PERIOD_US", '-t "$N"', "-m", "-q", '-D "$BENCH_D"',
+                 "-h 100000"):
+        assert flag in cyc, flag
+    assert 'hackbench -P -g "$BENCH_HB_GROUPS" -l "$BENCH_HB_LOOPS"' in body("hackbench")
+    assert "hackbench" in P.SCALE_PHASES and P.PHASES["hackbench"].target == 1.1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,7 +13,8 @@ import pytest
 from tests.bench import commands
 from tests.bench.aggregate import aggregate, bracket_ratio, eevdf_drift
 from tests.bench.parse import Record, cyclictest_p99, parse_results, perf_stat_counters
-from tests.bench.report import fmt_value, markdown, phase_table, plot, verdict, write_json
+from tests.bench.plots import plot
+from tests.bench.report import fmt_value, markdown, phase_table, verdict, write_json
 
 FIX = Path(__file__).parent / "fixtures"
 COST = "- - -"
@@ -216,7 +218,8 @@ def test_trace_and_sys_notes(tmp_path):
     assert records[0].value == pytest.approx(3.512)
     assert records[0].extra["bpf_run_cnt"] == 4000
     assert records[0].extra["trace_events"] == {"sched_switch": 5120, "sched_wakeup": 801}
-    result = SimpleNamespace(records=records, events=[], rc=0, env={}, out_dir=tmp_path)
+    result = SimpleNamespace(records=records, events=[], rc=0, env={}, out_dir=tmp_path,
+                             results_dir=tmp_path / "vm")
     notes = commands.notes_for(commands.BY_NAME["bench-trace"], result, [])
     assert any("2 BPF programs ran 4000 times, 250 ns per run" in n for n in notes)
     raw = tmp_path / "vm" / "raw"
@@ -251,3 +254,54 @@ def test_plot_writes_one_png_per_phase_with_values(tmp_path):
     assert plot(tmp_path, cells, ["latency", "idle"]) == "1 plot(s) written"
     assert (tmp_path / "latency.png").stat().st_size > 1000
     assert not (tmp_path / "idle.png").exists()
+
+
+def _expand_histogram(text: str) -> list[int]:
+    out = []
+    for line in text.splitlines():
+        if line[:1].isdigit():
+            lat, *counts = (int(x) for x in line.split())
+            out += [lat] * sum(counts)
+    return sorted(out)
+
+
+def test_cyclictest_at_10ms_gives_p50_and_p99_from_the_histogram(tmp_path):
+    """A real run: --policy=other -i 10000 -t 2 -h 100000 beside busy loops, empty rows dropped
+    by the driver's awk filter."""
+    text = (FIX / "cyclictest-10ms.txt").read_text()
+    lat = _expand_histogram(text)
+    res = _results(tmp_path, [(2, 1, "eevdf", "cyclictest", 0, 0, 200, COST, COST)],
+                   {"c2-i1-eevdf.cyclictest.out": "cyclictest-10ms.txt"})
+    (rec,), _, _ = parse_results(res)
+    # The smallest latency with at least q of the samples at or below it.
+    assert rec.value == lat[math.ceil(0.99 * len(lat)) - 1] == 25103.0
+    assert rec.p50 == lat[math.ceil(0.5 * len(lat)) - 1]
+    assert rec.max == 76721.0 and rec.error is None
+
+
+def test_hackbench_wall_time_and_garbage(tmp_path):
+    res = _results(tmp_path, [(2, 1, "pandemonium", "hackbench", 0, 0, 300, COST, COST),
+                              (2, 1, "eevdf", "hackbench", 0, 0, 300, COST, COST)],
+                   {"c2-i1-pandemonium.hackbench.out": "hackbench.txt",
+                    "c2-i1-eevdf.hackbench.out": "messaging.txt"})
+    ours, other = parse_results(res)[0]
+    assert ours.value == pytest.approx(1.873) and ours.error is None
+    assert other.value is None and "no 'Time:' line" in other.error
+
+
+def test_hackbench_target_is_1_1x_eevdf():
+    recs = [_rec("hackbench", 2, "eevdf", 0, 2.0), _rec("hackbench", 2, "eevdf", 1, 2.0),
+            _rec("hackbench", 2, "pandemonium", 1, 2.3), _rec("hackbench", 2, "pandemonium-bpf", 1, 2.1)]
+    cells = {c.scheduler: c for c in aggregate(recs)}
+    assert verdict(cells["pandemonium"]).startswith("missed (target <= 1.1x")
+    assert verdict(cells["pandemonium-bpf"]) == "met"
+
+
+def test_plot_scoreboard_per_core_count(tmp_path):
+    pytest.importorskip("matplotlib")
+    recs = [_rec(p, c, "eevdf", i, 10.0) for p in ("latency", "ipc") for c in (2, 4) for i in (0, 1)]
+    recs += [_rec(p, c, s, 1, v) for p in ("latency", "ipc") for c in (2, 4)
+             for s, v in (("pandemonium", 5.0), ("bpfland", 20.0))]
+    assert plot(tmp_path, aggregate(recs), ["latency", "ipc"]) == "4 plot(s) written"
+    assert (tmp_path / "scoreboard-2c.png").stat().st_size > 1000
+    assert (tmp_path / "scoreboard-4c.png").is_file() and (tmp_path / "ipc.png").is_file()

@@ -11,13 +11,18 @@
 #   BENCH_OPS       bogo-ops per worker of the fixed throughput job (stress-ng int64)
 #   BENCH_PIPE_N, BENCH_LAUNCH_N   samples of the ipc / launch phases
 #   BENCH_MSG_LOOPS loops of perf bench sched messaging (-g 4)
-#   BENCH_EXTERNAL  command line of the external scheduler (SCHED "external")
+#   BENCH_HB_GROUPS, BENCH_HB_LOOPS   hackbench -g / -l
+#   BENCH_EXTERNALS "LABEL=/path/to/binary ARGS;LABEL=..." the external schedulers (any SCHED
+#                   other than eevdf, pandemonium, pandemonium-bpf); arguments have no blanks
 #   BENCH_SCHED_ARGS  extra scx_pandemonium arguments (bench-sys: -v)
 #   BENCH_ATTACH_S, BENCH_STOP_S   attach / detach timeouts
-# Writes /results: steps.tsv (one line per phase), events.log, raw/* (tool output), env.txt.
+#   BENCH_RESULTS   where to write (default /results; the native mode passes its output dir)
+#   BENCH_NO_HOTPLUG  1: never take CPUs offline (native mode on a user's machine); a run whose
+#                   core count differs from the online CPUs is a hotplug-failed event
+# Writes $BENCH_RESULTS: steps.tsv (one line per phase), events.log, raw/* (tool output), env.txt.
 # Console lines "BENCH-STEP k total ..." let the host print progress.
 
-R=/results
+R=${BENCH_RESULTS:-/results}
 mkdir -p $R/raw
 STEPS=$R/steps.tsv
 EVENTS=$R/events.log
@@ -43,6 +48,10 @@ sched_cost() {
 }
 
 set_cores() {
+    if [ "${BENCH_NO_HOTPLUG:-0}" = 1 ]; then
+        [ "$(ncpu)" = "$1" ] || event hotplug-failed "wanted $1 CPUs online, have $(ncpu) (no hotplug here)"
+        return
+    fi
     for d in /sys/devices/system/cpu/cpu[0-9]*; do
         i=${d##*cpu}
         [ -w $d/online ] || continue
@@ -53,28 +62,49 @@ set_cores() {
     [ "$(ncpu)" = "$1" ] || event hotplug-failed "wanted $1 CPUs online, have $(ncpu)"
 }
 
+# The command line of an external scheduler: its BENCH_EXTERNALS entry.
+ext_cmd() {
+    echo "$BENCH_EXTERNALS" | tr ';' '\n' | while IFS= read -r e; do
+        [ "${e%%=*}" = "$1" ] && { echo "${e#*=}"; break; }
+    done
+}
+
 sched_cmd() {
     case $1 in
         pandemonium) echo "scx_pandemonium $BENCH_SCHED_ARGS" ;;
         pandemonium-bpf) echo "scx_pandemonium --no-adaptive $BENCH_SCHED_ARGS" ;;
-        external) echo "$BENCH_EXTERNAL" ;;
+        *) ext_cmd "$1" ;;
     esac
 }
 
-# attach TAG SCHED: start the scheduler and wait until sched_ext reports it enabled.
+# The scheduler's last output line: why it did not attach, in its own words.
+last_words() { grep -v '^[[:space:]]*$' "$R/raw/$1.sched.log" 2>/dev/null | tail -1 | cut -c1-300; }
+
+# attach TAG SCHED: start the scheduler and wait until sched_ext reports it enabled. On failure
+# WHY says why (also in the attach-failed event).
 attach() {
-    SCHED_PID=""
+    SCHED_PID=""; WHY=""
     [ "$2" = eevdf ] && return 0
-    # shellcheck disable=SC2046  # the command line is split on purpose
-    $(sched_cmd "$2") > $R/raw/$1.sched.log 2>&1 &
+    cmd=$(sched_cmd "$2")
+    if [ -z "$cmd" ]; then
+        WHY="no command line for scheduler $2"; event attach-failed "$1 $WHY"; return 1
+    fi
+    # shellcheck disable=SC2086  # the command line is split on purpose
+    $cmd > $R/raw/$1.sched.log 2>&1 &
     SCHED_PID=$!
     t=0
     while [ "$(sx_state)" != enabled ]; do
         if [ ! -d /proc/$SCHED_PID ] || [ "$(awk '{print $3}' /proc/$SCHED_PID/stat)" = Z ]; then
-            event attach-failed "$1 exited before sched_ext was enabled"
-            wait $SCHED_PID; SCHED_PID=""; return 1
+            wait $SCHED_PID; rc=$?; SCHED_PID=""
+            WHY="exited (status $rc) before sched_ext was enabled: $(last_words "$1")"
+            event attach-failed "$1 $WHY"
+            return 1
         fi
-        [ $t -ge "$BENCH_ATTACH_S" ] && { event attach-failed "$1 not enabled after ${t}s"; return 1; }
+        if [ $t -ge "$BENCH_ATTACH_S" ]; then
+            WHY="not enabled after ${t}s (state $(sx_state)): $(last_words "$1")"
+            event attach-failed "$1 $WHY"
+            return 1
+        fi
         sleep 1; t=$((t + 1))
     done
     echo "BENCH-ATTACHED $1 ${t}s $(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)"
@@ -102,6 +132,15 @@ detach() {
 }
 
 # -- load generators -------------------------------------------------------------------------
+# busy N: N pure busy loops, the field's standard load (never yield, never sleep).
+busy() {
+    n=$1
+    while [ "$n" -gt 0 ]; do
+        (while :; do :; done) &
+        LOADS="$LOADS $!"; n=$((n - 1))
+    done
+}
+# The project's stress workers (each yields every 10 ms unless --long-runner).
 load() { scx_pandemonium stress --duration-s 0 "$@" >> "$OUT.load" 2>&1 & LOADS="$LOADS $!"; }
 storm() {
     n=$1
@@ -115,30 +154,35 @@ unload() {
     for lp in $LOADS; do wait "$lp" 2>/dev/null; done
     LOADS=""
 }
+PERIOD_US=10000  # the probe's and cyclictest's wake period: 10 ms, as the standard tool run
 probe() { timeout -s TERM $((BENCH_D + 120)) scx_pandemonium probe --duration-s "$BENCH_D" --name bench-probe "$@"; }
 settle() { sleep 1; }  # let the load spread over the CPUs before measuring
 
 # -- phases: each writes its main output to stdout (saved as raw/TAG.PHASE.out) ---------------
 N=1
 phase_throughput() { stress-ng --cpu 8 --cpu-method int64 --cpu-ops "$BENCH_OPS" --metrics-brief 2>&1; }
-phase_latency() { load --workers $((2 * N)); settle; probe; }
-phase_burst() { load --workers $((2 * N)); storm "$N"; settle; probe; }
-phase_longrun() { load --workers $((2 * N)) --long-runner; settle; probe; }
+# The latency-type phases run beside 2 busy loops per CPU.
+phase_latency() { busy $((2 * N)); settle; probe --period-us $PERIOD_US; }
+phase_burst() { busy $((2 * N)); storm "$N"; settle; probe --period-us $PERIOD_US; }
+phase_longrun() { load --workers $((2 * N)) --long-runner; settle; probe --period-us $PERIOD_US; }
 phase_mixed() {
     load --workers "$N" --long-runner --name batch
     load --workers "$N" --run-us 2000 --sleep-us 8000 --name interactive
     settle; probe --work-us 500
 }
-phase_deadline() { load --workers $((2 * N)); settle; probe --frames; }
+phase_deadline() { busy $((2 * N)); settle; probe --frames; }
 phase_ipc() { benchlat pipe "$BENCH_PIPE_N"; }
-phase_launch() { load --workers $((2 * N)); settle; benchlat launch "$BENCH_LAUNCH_N" /bin/true; }
+phase_launch() { busy $((2 * N)); settle; benchlat launch "$BENCH_LAUNCH_N" /bin/true; }
 phase_messaging() { perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1; }
+# The standard tool run: SCHED_OTHER, one thread per CPU, 10 ms period. The histogram (1 us
+# buckets up to 100 ms, later ones overflow) gives P50/P99; only its non-empty rows are kept,
+# the full table would flood the console dump.
 phase_cyclictest() {
-    load --workers $((2 * N)); settle
-    # Only non-empty histogram rows: the full 20000-row table would flood the console dump.
-    cyclictest --policy=other -q -m -t "$N" -i 1000 -D "$BENCH_D" -h 20000 2>&1 \
+    busy $((2 * N)); settle
+    cyclictest --policy=other -q -m -t "$N" -i $PERIOD_US -D "$BENCH_D" -h 100000 2>&1 \
         | awk '/^#/ { print; next } { s = 0; for (i = 2; i <= NF; i++) s += $i; if (s > 0) print }'
 }
+phase_hackbench() { busy $((2 * N)); settle; hackbench -P -g "$BENCH_HB_GROUPS" -l "$BENCH_HB_LOOPS" 2>&1; }
 # Idle and load windows for the scheduler's own cost (bench-power).
 phase_idle() { sleep "$BENCH_D"; echo idle; }
 phase_busy() { load --workers $((2 * N)); sleep "$BENCH_D"; echo busy; }
@@ -203,7 +247,12 @@ run_phase() { # TAG CORES ITER SCHED PHASE
     echo "stress-ng $(stress-ng --version 2>&1 | head -1)"
     echo "perf $(perf --version 2>&1 | head -1)"
     echo "cyclictest $(cyclictest --help 2>&1 | head -1)"
-    echo "external ${BENCH_EXTERNAL:--}"
+    echo "externals ${BENCH_EXTERNALS:--}"
+    echo "$BENCH_EXTERNALS" | tr ';' '\n' | while IFS= read -r e; do
+        [ -n "$e" ] || continue
+        bin=${e#*=}; bin=${bin%% *}
+        echo "version_${e%%=*} $(timeout 10 "$bin" --version 2>&1 | head -1)"
+    done
 } > $R/env.txt
 
 total=0
@@ -218,7 +267,14 @@ for run in $BENCH_RUNS; do
     [ "$cores" = "$cur" ] || { set_cores "$cores"; cur=$cores; N=$(ncpu); }
     if ! attach "$tag" "$sched"; then
         detach "$tag"
-        for ph in $BENCH_PHASES; do k=$((k + 1)); echo "BENCH-STEP $k $total $cores $iter $sched $ph failed"; done
+        # Every phase gets a row that says why (status 201, the reason as its output).
+        t=$(now_cs)
+        for ph in $BENCH_PHASES; do
+            k=$((k + 1))
+            echo "$WHY" > "$R/raw/$tag.$ph.out"
+            echo "$cores $iter $sched $ph 201 $t $t - - - - - -" >> $STEPS
+            echo "BENCH-STEP $k $total $cores $iter $sched $ph not-attached"
+        done
         continue
     fi
     for ph in $BENCH_PHASES; do

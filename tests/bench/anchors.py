@@ -1,0 +1,156 @@
+"""External schedulers for the benchmarks (`--external SPEC`): the anchors a user would choose
+instead of ours, by name, or any sched_ext scheduler binary by path.
+
+SPEC is one shell word: a known name or a path, optionally followed by the scheduler's own
+arguments, split like a shell would (shlex):
+
+    --external scx_bpfland --external upstream --external "/opt/scx_rusty --slice-us 5000"
+
+Known names (ANCHORS) are published crates, installed when missing with
+`cargo install --locked --root ~/.cache/pandemonium/anchors/<label>-<version> <crate> --version V`.
+A name that is not known but found on PATH is used like a path. Each external scheduler is its own
+scheduler in the plan, labelled `bpfland`, `lavd`, `upstream` or `ext:<basename>`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from pandemonium_common import PandemoniumError, cache_dir, log
+
+
+@dataclass(frozen=True)
+class Anchor:
+    crate: str
+    version: str
+    label: str
+    binary: str
+
+    def root(self) -> Path:
+        """Where `cargo install --root` puts it; per label, since upstream's binary has our name."""
+        return cache_dir("anchors") / f"{self.label}-{self.version}"
+
+    def installed(self) -> Path:
+        return self.root() / "bin" / self.binary
+
+
+ANCHORS = {a.label: a for a in [
+    Anchor("scx_bpfland", "1.1.4", "bpfland", "scx_bpfland"),
+    Anchor("scx_lavd", "1.1.4", "lavd", "scx_lavd"),
+    # The published design of this project (crates.io); installed apart, labelled upstream.
+    Anchor("scx_pandemonium", "5.23.1", "upstream", "scx_pandemonium"),
+]}
+# Accepted names: the crate's name (scx_bpfland) or the label (bpfland, upstream).
+BY_NAME = {**{a.crate: a for a in ANCHORS.values() if a.label != "upstream"}, **ANCHORS}
+_LABEL_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_ARG_UNSAFE = re.compile(r"[\s;'\"\\$`]")
+
+
+@dataclass(frozen=True)
+class External:
+    label: str  # the scheduler's name in the plan, the report and the guest's file names
+    spec: str  # what the user wrote
+    args: tuple[str, ...] = ()
+    anchor: Anchor | None = None
+    path: Path | None = None  # host binary; None for an anchor until resolve() installed it
+
+    def describe(self) -> str:
+        what = f"{self.anchor.crate} {self.anchor.version} (crates.io)" if self.anchor \
+            else str(self.path)
+        return what + (f" {' '.join(self.args)}" if self.args else "")
+
+
+def parse_external(spec: str) -> External:
+    """One --external SPEC -> External (no installation, no file checks for anchors)."""
+    try:
+        words = shlex.split(spec)
+    except ValueError as exc:
+        raise PandemoniumError(f"--external {spec!r}: {exc}") from None
+    if not words:
+        raise PandemoniumError("--external needs a NAME or PATH")
+    name, args = words[0], tuple(words[1:])
+    bad = [a for a in args if _ARG_UNSAFE.search(a)]
+    if bad:  # the guest's busybox sh splits the command line on blanks, nothing more
+        raise PandemoniumError(f"--external {spec!r}: arguments with blanks, quotes, ';' or '$' "
+                               f"are not supported: {bad}")
+    if name in BY_NAME and "/" not in name:
+        anchor = BY_NAME[name]
+        return External(anchor.label, spec, args, anchor)
+    found = name if "/" in name else shutil.which(name)
+    if not found:
+        known = ", ".join(sorted(BY_NAME))
+        raise PandemoniumError(f"--external {name!r}: not a known name ({known}) and no such "
+                               "program on PATH; give a path to a sched_ext scheduler binary")
+    path = Path(found).expanduser()
+    return External("ext:" + _LABEL_SAFE.sub("_", path.name), spec, args, None, path)
+
+
+def parse_externals(specs: list[str]) -> list[External]:
+    """Several specs; a label seen twice gets a -2, -3 suffix (two builds of one scheduler)."""
+    out: list[External] = []
+    seen: dict[str, int] = {}
+    for spec in specs:
+        ext = parse_external(spec)
+        seen[ext.label] = seen.get(ext.label, 0) + 1
+        if seen[ext.label] > 1:
+            ext = replace(ext, label=f"{ext.label}-{seen[ext.label]}")
+        out.append(ext)
+    return out
+
+
+def bpf_clang() -> str:
+    """BPF_CLANG for the crates' BPF build: the caller's, else clang-19 if present, else clang."""
+    return os.environ.get("BPF_CLANG") or ("clang-19" if shutil.which("clang-19") else "clang")
+
+
+def install_command(anchor: Anchor) -> list[str]:
+    return ["cargo", "install", "--locked", "--root", str(anchor.root()), anchor.crate,
+            "--version", anchor.version]
+
+
+def install(anchor: Anchor, run=subprocess.run) -> Path:
+    """Installs the anchor's crate unless its binary is already there; returns the binary."""
+    binary = anchor.installed()
+    if binary.is_file():
+        return binary
+    import pandemonium_build as build
+
+    env = dict(build.cargo_env(), BPF_CLANG=bpf_clang())
+    if not shutil.which("cargo", path=env.get("PATH")):
+        raise PandemoniumError(f"installing {anchor.crate}: cargo not found (https://rustup.rs)")
+    log.info("installing %s %s (cargo install, a few minutes)...", anchor.crate, anchor.version)
+    cmd = install_command(anchor)
+    log.info("$ BPF_CLANG=%s %s", env["BPF_CLANG"], shlex.join(cmd))
+    proc = run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0 or not binary.is_file():
+        tail = "\n".join((proc.stdout or "").strip().splitlines()[-15:])
+        raise PandemoniumError(f"`{shlex.join(cmd)}` failed (exit {proc.returncode}):\n{tail}")
+    log.info("installed %s", binary)
+    return binary
+
+
+def resolve(ext: External, run=subprocess.run) -> External:
+    """The External with its host binary: an anchor is installed when missing; a path must be a
+    file."""
+    if ext.anchor is not None:
+        return replace(ext, path=install(ext.anchor, run=run))
+    if ext.path is None or not ext.path.is_file():
+        raise PandemoniumError(f"--external {ext.spec!r}: {ext.path}: no such file")
+    return ext
+
+
+def command_line(ext: External, binary: str) -> str:
+    """`label=binary args` as the guest driver's BENCH_EXTERNALS entry."""
+    return f"{ext.label}={' '.join([binary, *ext.args])}"
+
+
+def guest_path(ext: External) -> str:
+    """Its own directory per label: upstream's binary shares our scheduler's name."""
+    assert ext.path is not None
+    return f"/opt/external/{_LABEL_SAFE.sub('_', ext.label)}/{ext.path.name}"

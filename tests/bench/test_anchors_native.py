@@ -1,0 +1,189 @@
+"""Host tests of the external anchors (parsing, installation), the guest driver's environment,
+the native-vs-VM decision and matplotlib's installation (no VM, no cargo, no pip)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import pandemonium
+from pandemonium_common import PandemoniumError
+from tests.bench import anchors, commands, native, plots
+from tests.bench import plan as P
+from tests.bench.driver import GUEST_DIR, driver_env
+from tests.bench.parse import parse_results
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PANDEMONIUM_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_names_labels_and_paths():
+    assert anchors.parse_external("scx_bpfland").label == "bpfland"
+    assert anchors.parse_external("bpfland").anchor is anchors.ANCHORS["bpfland"]
+    up = anchors.parse_external("upstream --slice-us 5000")
+    assert (up.label, up.anchor.crate, up.args) == ("upstream", "scx_pandemonium",
+                                                    ("--slice-us", "5000"))
+    assert anchors.parse_external("scx_lavd").anchor.version == "1.1.4"
+    x = anchors.parse_external("'/opt/my sched/scx_x+1' -v")
+    assert (x.label, str(x.path), x.args) == ("ext:scx_x_1", "/opt/my sched/scx_x+1", ("-v",))
+    sh = anchors.parse_external("sh")  # a name found on PATH is used like a path
+    assert sh.label == "ext:sh" and sh.path.is_file()
+    two = anchors.parse_externals(["/a/scx_x", "/b/scx_x", "scx_bpfland"])
+    assert [e.label for e in two] == ["ext:scx_x", "ext:scx_x-2", "bpfland"]
+
+
+def test_install_runs_cargo_install_into_a_per_label_root(cache, monkeypatch):
+    calls = []
+    anchor = anchors.ANCHORS["upstream"]
+    monkeypatch.setenv("BPF_CLANG", "clang-42")
+
+    def fake_run(cmd, env, **kw):
+        calls.append((cmd, env["BPF_CLANG"]))
+        binary = Path(cmd[cmd.index("--root") + 1]) / "bin" / "scx_pandemonium"
+        binary.parent.mkdir(parents=True)
+        binary.write_text("#!/bin/sh\n")
+        return SimpleNamespace(returncode=0, stdout="Installed")
+
+    monkeypatch.setattr(anchors.shutil, "which", lambda *a, **k: "/usr/bin/cargo")
+    ext = anchors.resolve(anchors.parse_external("upstream"), run=fake_run)
+    root = cache / "anchors" / "upstream-5.23.1"
+    assert calls == [(["cargo", "install", "--locked", "--root", str(root), "scx_pandemonium",
+                       "--version", "5.23.1"], "clang-42")]
+    assert ext.path == root / "bin" / "scx_pandemonium"
+    anchors.resolve(anchors.parse_external("upstream"), run=fake_run)
+    assert len(calls) == 1  # installed once
+
+
+def test_failed_install_names_cargos_last_lines(cache, monkeypatch):
+    monkeypatch.setattr(anchors.shutil, "which", lambda *a, **k: "/usr/bin/cargo")
+    out = "\n".join(f"line {i}" for i in range(40)) + "\nerror: failed to compile scx_bpfland"
+
+    def fake_run(cmd, env, **kw):
+        return SimpleNamespace(returncode=101, stdout=out)
+
+    with pytest.raises(PandemoniumError, match="(?s)exit 101.*line 39.*failed to compile") as exc:
+        anchors.install(anchors.ANCHORS["bpfland"], run=fake_run)
+    assert "line 5\n" not in str(exc.value)
+    with pytest.raises(PandemoniumError, match="no such file"):
+        anchors.resolve(anchors.parse_external("/nonexistent/scx_x"))
+
+
+def test_bpf_clang_default(monkeypatch):
+    monkeypatch.delenv("BPF_CLANG", raising=False)
+    monkeypatch.setattr(anchors.shutil, "which", lambda name: None)
+    assert anchors.bpf_clang() == "clang"
+    monkeypatch.setattr(anchors.shutil, "which", lambda name: "/usr/bin/clang-19")
+    assert anchors.bpf_clang() == "clang-19"
+
+
+def test_driver_env_lists_each_external_with_its_binary(tmp_path):
+    binary = tmp_path / "scx_pandemonium"
+    binary.write_text("")
+    plan = P.Plan(phases=["ipc"], schedulers=[P.PANDEMONIUM, "upstream", "ext:scx_x"], cores=[2],
+                  iterations=1)
+    plan.external = [
+        anchors.External("upstream", "upstream", (), anchors.ANCHORS["upstream"], binary),
+        anchors.External("ext:scx_x", "/x/scx_x -v", ("-v",), None, binary)]
+    env = driver_env(plan, anchors.guest_path)
+    assert env["BENCH_EXTERNALS"] == ("upstream=/opt/external/upstream/scx_pandemonium;"
+                                      "ext:scx_x=/opt/external/ext_scx_x/scx_pandemonium -v")
+    assert env["BENCH_RUNS"].split()[:3] == ["2:0:eevdf", "2:1:pandemonium", "2:1:upstream"]
+    assert env["BENCH_HB_GROUPS"] == "2" and env["BENCH_HB_LOOPS"] == "100"
+
+
+@pytest.mark.parametrize("sched_ext,root,vm,expect", [
+    (True, True, False, True), (True, True, True, False), (False, True, False, False),
+    (True, False, False, False), (False, False, True, False)])
+def test_native_only_with_sched_ext_as_root_without_vm(sched_ext, root, vm, expect):
+    native_, why = native.decide(sched_ext, root, vm)
+    assert native_ is expect and why
+
+
+def test_native_runs_at_the_online_cpus_only(tmp_path):
+    (tmp_path / "devices/system/cpu").mkdir(parents=True)
+    (tmp_path / "devices/system/cpu/online").write_text("0-3,6\n")
+    assert native.online_cpus(str(tmp_path)) == 5
+    assert native.native_cores(None, 8, "bench-scale") == [8]
+    assert native.native_cores([8], 8, "bench-scale") == [8]
+    with pytest.raises(PandemoniumError, match="8 online CPUs only.*--vm"):
+        native.native_cores([2, 4], 8, "bench-scale")
+    spec = commands.BY_NAME["bench-scale"]
+    args = pandemonium.build_parser().parse_args(["bench-scale", "--quick"])
+    assert commands.plan_from_args(spec, args, native_online=8).cores == [8]
+    assert commands.plan_from_args(spec, args).cores == [2]  # VM: the smallest of 2,4
+    args = pandemonium.build_parser().parse_args(["bench-scale", "--cores", "2"])
+    with pytest.raises(PandemoniumError, match="does not take your CPUs offline"):
+        commands.plan_from_args(spec, args, native_online=8)
+
+
+def test_ensure_matplotlib_installs_for_this_interpreter_or_says_why(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+    monkeypatch.setattr(builtins, "__import__", lambda name, *a, **k: (
+        (_ for _ in ()).throw(ImportError(name)) if name.startswith("matplotlib")
+        else real_import(name, *a, **k)))
+    calls = []
+
+    def pip_fails(cmd, **kw):
+        calls.append(cmd)
+        return SimpleNamespace(returncode=1, stdout="error: externally-managed-environment")
+
+    msg = plots.ensure_matplotlib(run=pip_fails)
+    assert calls[0][:5] == [sys.executable, "-m", "pip", "install", "--quiet"]
+    assert "could not be installed" in msg and "externally-managed" in msg
+    assert plots.pip_command(root=False, in_venv=False)[-1] == "--user"
+    assert "--user" not in plots.pip_command(root=True, in_venv=False)
+    assert "--user" not in plots.pip_command(root=False, in_venv=True)
+
+
+def _ncpu() -> int:
+    return sum(1 for ln in Path("/proc/cpuinfo").read_text().splitlines()
+               if ln.startswith("processor"))
+
+
+def test_driver_sh_records_why_an_external_did_not_attach(tmp_path):
+    """The real guest driver under the host's sh, natively (BENCH_RESULTS, no hotplug): an
+    external that exits at once gets a row per phase with its last words; EEVDF runs."""
+    fake = tmp_path / "scx_fake"
+    fake.write_text("#!/bin/sh\necho starting\necho 'error: BPF load aborted: too slow' >&2\n"
+                    "exit 3\n")
+    fake.chmod(0o755)
+    res = tmp_path / "results"
+    n = _ncpu()
+    env = dict(os.environ, BENCH_RESULTS=str(res), BENCH_NO_HOTPLUG="1",
+               BENCH_RUNS=f"{n}:0:eevdf {n}:1:ext:scx_fake {n}:1:eevdf", BENCH_PHASES="idle",
+               BENCH_D="1", BENCH_ATTACH_S="10", BENCH_STOP_S="10",
+               BENCH_EXTERNALS=f"ext:scx_fake={fake} --flag")
+    proc = subprocess.run(["sh", str(GUEST_DIR / "driver.sh")], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"BENCH-STEP 2 3 {n} 1 ext:scx_fake idle not-attached" in proc.stdout
+    records, events, genv = parse_results(res)
+    assert [(r.scheduler, r.error) for r in records] == [
+        ("eevdf", None),
+        ("ext:scx_fake", "did not attach: exited (status 3) before sched_ext was enabled: "
+                         "error: BPF load aborted: too slow"),
+        ("eevdf", None)]
+    assert events == [f"attach-failed c{n}-i1-ext:scx_fake exited (status 3) before sched_ext "
+                      "was enabled: error: BPF load aborted: too slow"]
+    assert genv["externals"] == f"ext:scx_fake={fake} --flag"
+    assert (res / "raw" / f"c{n}-i1-ext:scx_fake.sched.log").read_text().startswith("starting")
+
+
+def test_driver_sh_without_hotplug_reports_a_core_count_it_cannot_have(tmp_path):
+    res = tmp_path / "results"
+    env = dict(os.environ, BENCH_RESULTS=str(res), BENCH_NO_HOTPLUG="1",
+               BENCH_RUNS=f"{_ncpu() + 1}:0:eevdf", BENCH_PHASES="idle", BENCH_D="1",
+               BENCH_ATTACH_S="10", BENCH_STOP_S="10")
+    subprocess.run(["sh", str(GUEST_DIR / "driver.sh")], env=env, capture_output=True,
+                   timeout=60)
+    assert "no hotplug here" in (res / "events.log").read_text()

@@ -1,0 +1,129 @@
+"""Per-command closing notes of the bench-* commands (commands.notes_for appends them): the
+cost targets of bench-power, the pinned workers of bench-pcpu, the scx CI check, perf counters,
+BPF program statistics and telemetry captures."""
+
+from __future__ import annotations
+
+from .plan import is_external
+
+COST_CPU_PCT_MAX = 0.5  # issue #6
+COST_RSS_MIB_MAX = 32.0
+# stop-status: the scheduler exited non-zero on SIGTERM (not a clean unload); ejected: the
+# kernel kicked it out mid-phase (e.g. the sched_ext watchdog saw a runnable task stall).
+FATAL_EVENTS = ("stop-timeout", "attach-failed", "skipped", "hotplug-failed", "stop-status",
+                "ejected")
+# An external anchor that does not attach, is ejected or exits badly is a finding about that
+# scheduler (a row in the tables says why), not a failure of the run.
+EXTERNAL_FINDINGS = ("attach-failed", "ejected", "stop-status")
+
+
+def event_scheduler(event: str) -> str | None:
+    """The scheduler named by an event's tag ('attach-failed c2-i1-bpfland exited ...')."""
+    words = event.split()
+    if len(words) < 2:
+        return None
+    tag = words[1].rstrip(":")
+    parts = tag.split("-", 2)
+    if len(parts) == 3 and parts[0][:1] == "c" and parts[1][:1] == "i":
+        return parts[2]
+    return None
+
+
+def event_is_fatal(event: str) -> bool:
+    """A guest event that fails the command: any of FATAL_EVENTS, except an external
+    scheduler's own EXTERNAL_FINDINGS (ours failing to attach stays fatal)."""
+    kind = event.split()[0] if event.split() else ""
+    if kind not in FATAL_EVENTS:
+        return False
+    sched = event_scheduler(event)
+    return not (kind in EXTERNAL_FINDINGS and sched is not None and is_external(sched))
+
+
+def _power(result, cells) -> list[str]:
+    out = []
+    for c in cells:
+        if c.phase not in ("idle", "busy") or c.cpu_pct is None:
+            continue
+        rss_mib = (c.rss_kb or 0) / 1024
+        ok = c.cpu_pct < COST_CPU_PCT_MAX and rss_mib < COST_RSS_MIB_MAX
+        out.append(f"{'cost within target' if ok else 'cost target MISSED'}: {c.scheduler} "
+                   f"{c.phase} at {c.cores} cores: CPU {c.cpu_pct:.3f} % of one CPU (target "
+                   f"< {COST_CPU_PCT_MAX} %), VmRSS {rss_mib:.1f} MiB (target < "
+                   f"{COST_RSS_MIB_MAX:.0f} MiB) [VM: TCG inflates CPU time]")
+    rapl = [r for r in result.records if r.phase == "rapl"]
+    if rapl and all(r.value is None for r in rapl):
+        why = next((r.extra.get("rapl_unavailable") for r in rapl if r.extra), "no counter")
+        out.append(f"RAPL unavailable in this guest (perf stat -e power/energy-pkg/: {why}); "
+                   "the scheduler's own CPU time above is the idle-floor cost instead")
+    return out
+
+
+def _pcpu(result, cells) -> list[str]:
+    out = []
+    for r in result.records:
+        if r.phase != "pinned" or r.value is None:
+            continue
+        stranded = r.extra.get("stranded", 0)
+        out.append(f"{'FAIL' if stranded else 'ok'}: {r.scheduler} at {r.cores} cores: "
+                   f"{r.extra.get('workers')} pinned long-runners, {stranded} made no progress, "
+                   f"worst gap {r.value / 1000:.1f} ms")
+    out.append("not checked here: the depth gate and BPF counter consistency (the gate's "
+               "topology/contention layers read the BPF maps)")
+    return out
+
+
+def _scx(result, cells) -> list[str]:
+    out = []
+    for c in cells:
+        if c.phase == "busy":
+            ok = c.failures == 0 and not any(event_is_fatal(e) for e in result.events)
+            out.append(f"{'ok' if ok else 'FAIL'}: {c.scheduler} at {c.cores} cores: attached, "
+                       "ran the stress workload, detached"
+                       + ("" if ok else " (see the events above)"))
+    return out
+
+
+def _forkthread(result, cells) -> list[str]:
+    """perf stat counters of the threaded messaging run; unsupported ones are named as such."""
+    out, unsupported = [], set()
+    for r in result.records:
+        if r.phase != "forkthread" or not r.extra:
+            continue
+        counted = {k: v for k, v in r.extra.items() if isinstance(v, float)}
+        unsupported |= {k for k, v in r.extra.items() if not isinstance(v, float)}
+        out.append(f"{r.scheduler} at {r.cores} cores, iteration {r.iteration}: "
+                   + ", ".join(f"{k} {v:g}" for k, v in sorted(counted.items())))
+    if unsupported:
+        out.append("hardware counters unavailable in this guest (perf stat: <not supported>): "
+                   + ", ".join(sorted(unsupported)))
+    return out
+
+
+def _trace(result, cells) -> list[str]:
+    out = []
+    for r in result.records:
+        if r.phase != "bpfstats" or not r.extra:
+            continue
+        x = r.extra
+        per = x["bpf_ns_per_run"]
+        events = ", ".join(f"{k} {v}" for k, v in sorted(x["trace_events"].items())) or "none"
+        out.append(f"{r.scheduler} at {r.cores} cores: {x['bpf_progs']} BPF programs ran "
+                   f"{x['bpf_run_cnt']} times"
+                   + (f", {per:.0f} ns per run (guest time)" if per is not None else "")
+                   + f"; trace events (last buffer): {events}")
+    return out + [f"raw captures: {result.results_dir / 'raw'}"]
+
+
+def _sys(result, cells) -> list[str]:
+    out = []
+    for log_file in sorted((result.results_dir / "raw").glob("*.sched.log")):
+        lines = [ln for ln in log_file.read_text(errors="replace").splitlines()
+                 if ln.startswith("d/s:")]
+        out.append(f"{log_file.name}: {len(lines)} telemetry lines"
+                   + (f"; last: {lines[-1]}" if lines else " (FAIL: none captured)"))
+    return out or ["FAIL no scheduler log captured"]
+
+
+VERDICTS = {"bench-power": _power, "bench-pcpu": _pcpu, "bench-scx": _scx,
+            "bench-fork-thread": _forkthread,
+            "bench-trace": _trace, "bench-sys": _sys}
