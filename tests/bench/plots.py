@@ -70,7 +70,13 @@ def _pyplot():
     return plt
 
 
-def _bars(ax, groups: list[str], series: dict[str, list[float | None]],
+def colors(cells: list[Cell]) -> dict[str, str]:
+    """One colour per scheduler, the same in every plot of a report (EEVDF first)."""
+    palette = [f"C{i}" for i in range(10)]
+    return {s: palette[i % len(palette)] for i, s in enumerate(schedulers_in(cells))}
+
+
+def _bars(ax, groups: list[str], series: dict[str, list[float | None]], color: dict[str, str],
           errs: dict[str, list[tuple[float, float] | None]] | None = None) -> None:
     """Grouped bars: one group per x label, one bar per series; None leaves a gap."""
     width = 0.8 / max(1, len(series))
@@ -85,7 +91,7 @@ def _bars(ax, groups: list[str], series: dict[str, list[float | None]],
             yerr = [[v - (e[0] if e else v) for _, v, e in pts],
                     [(e[1] if e else v) - v for _, v, e in pts]]
         ax.bar([x for x, _, _ in pts], [v for _, v, _ in pts], width, label=name, yerr=yerr,
-               capsize=2)
+               capsize=2, color=color.get(name))
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups, rotation=30, ha="right")
 
@@ -93,16 +99,25 @@ def _bars(ax, groups: list[str], series: dict[str, list[float | None]],
 def scoreboard_plot(plt, out_dir: Path, cells: list[Cell], phases: list[str]) -> int:
     """Per core count: ratio to EEVDF per phase (groups) and scheduler (bars), log scale, with
     EEVDF's 1.0 as a line. Returns the number of files written."""
-    made = 0
+    made, color = 0, colors(cells)
     for cores in sorted({c.cores for c in cells}):
-        at = [c for c in cells if c.cores == cores and c.ratio is not None and c.ratio > 0]
+        at = [c for c in cells if c.cores == cores and c.ratio is not None]
         shown = [p for p in phases if any(c.phase == p for c in at)]
         scheds = [s for s in schedulers_in(at) if s != EEVDF]
         if not shown or not scheds:
             continue
-        ratio = {(c.phase, c.scheduler): c.ratio for c in at}
+        # A ratio of 0 (no deadline misses at all) has no place on a log axis: it is drawn as a
+        # stub at a tenth of the smallest ratio and labelled 0.
+        floor = min([c.ratio for c in at if c.ratio > 0] or [1.0]) / 10
+        ratio = {(c.phase, c.scheduler): c.ratio or floor for c in at}
         fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(shown) + 2), 4.5))
-        _bars(ax, shown, {s: [ratio.get((p, s)) for p in shown] for s in scheds})
+        _bars(ax, shown, {s: [ratio.get((p, s)) for p in shown] for s in scheds}, color)
+        width = 0.8 / len(scheds)
+        for i, p in enumerate(shown):
+            for k, s in enumerate(scheds):
+                if ratio.get((p, s)) == floor:
+                    ax.text(i + (k - (len(scheds) - 1) / 2) * width, floor, "0", ha="center",
+                            va="bottom", fontsize="small")
         ax.set_yscale("log")
         ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="EEVDF (1.0)")
         ax.set_ylabel("ratio to EEVDF (log; lower is better)")
@@ -115,7 +130,8 @@ def scoreboard_plot(plt, out_dir: Path, cells: list[Cell], phases: list[str]) ->
     return made
 
 
-def phase_plot(plt, out_dir: Path, phase: str, cells: list[Cell]) -> bool:
+def phase_plot(plt, out_dir: Path, phase: str, cells: list[Cell],
+               color: dict[str, str]) -> bool:
     """Median per scheduler (bars) per core count (groups), min-max of the runs as error bars."""
     sub = [c for c in cells if c.phase == phase and c.median is not None]
     if not sub:
@@ -127,7 +143,7 @@ def phase_plot(plt, out_dir: Path, phase: str, cells: list[Cell]) -> bool:
     fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(scheds) * len(cores) / 2 + 3), 4))
     _bars(ax, [f"{n} cores" for n in cores],
           {s: [at[(n, s)].median if (n, s) in at else None for n in cores] for s in scheds},
-          {s: [at[(n, s)].spread if (n, s) in at else None for n in cores] for s in scheds})
+          color, {s: [at[(n, s)].spread if (n, s) in at else None for n in cores] for s in scheds})
     ax.set_ylabel(f"{p.metric} ({p.unit})")
     ax.set_title(f"{phase} (median, min-max; lower is better)")
     if p.unit == "us" and all(c.spread[0] > 0 for c in sub):
@@ -145,5 +161,5 @@ def plot(out_dir: Path, cells: list[Cell], phases: list[str]) -> str:
     if plt is None:
         return "plots skipped: matplotlib unavailable"
     made = scoreboard_plot(plt, out_dir, cells, phases)
-    made += sum(1 for phase in phases if phase_plot(plt, out_dir, phase, cells))
+    made += sum(1 for phase in phases if phase_plot(plt, out_dir, phase, cells, colors(cells)))
     return f"{made} plot(s) written"

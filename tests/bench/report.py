@@ -84,7 +84,7 @@ def header(env: dict) -> str:
 
 def cost_table(cells: list[Cell]) -> str:
     """The scheduler process's own CPU and memory per phase (issue #6's cost numbers)."""
-    rows = ["### scheduler cost (the scx_pandemonium process itself)", "",
+    rows = ["### scheduler cost (the scheduler's own process)", "",
             "| phase | cores | scheduler | CPU (% of one CPU) | VmRSS max | VmHWM |",
             "|---|---|---|---|---|---|"]
     for c in cells:

@@ -305,3 +305,11 @@ def test_plot_scoreboard_per_core_count(tmp_path):
     assert plot(tmp_path, aggregate(recs), ["latency", "ipc"]) == "4 plot(s) written"
     assert (tmp_path / "scoreboard-2c.png").stat().st_size > 1000
     assert (tmp_path / "scoreboard-4c.png").is_file() and (tmp_path / "ipc.png").is_file()
+
+
+def test_plot_colours_follow_the_scheduler_not_the_plot():
+    from tests.bench.plots import colors
+
+    cells = aggregate([_rec("ipc", 2, "pandemonium", 1, 1.0), _rec("ipc", 2, "eevdf", 0, 1.0),
+                       _rec("ipc", 2, "bpfland", 1, 1.0)])
+    assert colors(cells) == {"eevdf": "C0", "pandemonium": "C1", "bpfland": "C2"}
