@@ -70,7 +70,7 @@ static __always_inline bool drain_offline(void)
 	bpf_for(i, 0, MAX_CPUS) {
 		if (i >= nr_cpu_ids_ro)
 			break;
-		if (cpu_ctx(i)->online || scx_bpf_dsq_nr_queued(i) <= 0)
+		if (!cpu_ctx(i)->drain || scx_bpf_dsq_nr_queued(i) <= 0)
 			continue;
 		if (scx_bpf_dsq_move_to_local(i, 0)) {
 			STAT_INC(nr_offline_drain);

@@ -112,10 +112,34 @@ static __always_inline void insert_pcpu(struct task_struct *p, struct task_ctx *
 		STAT_INC(nr_offline_placements);
 }
 
+/*
+ * A CPU that is idle and claimed (or one the kernel is about to run @p on) takes @p straight into
+ * its local DSQ: going through the per-CPU DSQ would let the dispatch waterfall serve an aged
+ * overflow first, and the task that woke the CPU would wait behind a whole BATCH slice.
+ */
+static __always_inline void insert_local(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+					 u64 slice, u64 enq_flags)
+{
+	mark_enqueued(tctx, bpf_ktime_get_ns());
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
+}
+
+/*
+ * Claims @cpu's running BATCH task as the one a waking task preempts: the compare-and-swap lets
+ * exactly one of several simultaneous wakers take it, the others look further.
+ */
+static __always_inline bool claim_batch_runner(s32 cpu)
+{
+	struct cpu_ctx *c = cpu_ctx(cpu);
+
+	return c->running_batch && __sync_val_compare_and_swap(&c->running_batch, 1, 0) == 1;
+}
+
 enum rank_want {
 	RANK_WANT_ROOM,   /* per-CPU DSQ below the depth gate (spill) */
 	RANK_WANT_QUEUED, /* per-CPU DSQ holding work (steal) */
 	RANK_WANT_IDLE,   /* idle CPU, claimed on success (WAKE_SYNC search) */
+	RANK_WANT_BATCH,  /* CPU running an unclaimed BATCH task, claimed on success (preemption) */
 };
 
 /*
@@ -158,6 +182,10 @@ static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 b
 			break;
 		case RANK_WANT_IDLE:
 			if (scx_bpf_test_and_clear_cpu_idle(c))
+				return c;
+			break;
+		case RANK_WANT_BATCH:
+			if (claim_batch_runner(c))
 				return c;
 			break;
 		}

@@ -83,10 +83,15 @@ struct {
 } task_ctx_stor SEC(".maps");
 
 struct cpu_ctx {
+	/*
+	 * The task on this CPU is BATCH and nobody has claimed it yet: a waking interactive task
+	 * may take the CPU. 32 bits because the claim is a compare-and-swap.
+	 */
+	u32 running_batch;
 	u8 online;
-	u8 running_batch; /* the task on this CPU is BATCH: a LAT_CRITICAL wakeup may preempt it */
-	u8 owe_local;	  /* last dispatch served the overflow: the own DSQ goes first next time */
-	u8 local_urgent;  /* interactive work was queued locally behind a rescued BATCH task */
+	u8 owe_local;	 /* last dispatch served the overflow: the own DSQ goes first next time */
+	u8 local_urgent; /* interactive work was queued locally behind a rescued BATCH task */
+	u8 drain;	 /* went offline while running: its own DSQ may still hold tasks */
 } __attribute__((aligned(64)));
 
 /* Indexed by CPU id masked to MAX_CPUS, so the verifier sees a bounded offset. */
@@ -95,7 +100,11 @@ struct cpu_ctx cpu_ctxs[MAX_CPUS];
 /* The most advanced vtime of any task that started running: the "now" of the virtual clock. */
 u64 vtime_now;
 
-/* CPUs marked offline whose per-CPU DSQ may still hold tasks; dispatch drains them. */
+/*
+ * CPUs that went offline after load, whose per-CPU DSQ may still hold tasks; dispatch drains them.
+ * CPUs that were never online (possible but absent, common on laptops and VMs) are not counted:
+ * nothing was ever queued there, and counting them made every dispatch scan all of them.
+ */
 u32 nr_offline_cpus;
 
 /*

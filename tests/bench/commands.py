@@ -100,6 +100,11 @@ def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
     p.add_argument("--echo", action="store_true", help="stream the guest console")
     p.add_argument("--external", action="append", default=[], metavar="SPEC",
                    help=EXTERNAL_HELP)
+    p.add_argument("--phases", metavar="P[,P]",
+                   help="run only these phases, in the command's order (default: all)")
+    p.add_argument("--schedulers", metavar="S[,S]",
+                   help="run only these of our modes (default: "
+                        + ",".join(spec.schedulers) + "); EEVDF and --external still run")
     p.set_defaults(func=lambda args, spec=spec: run_command(spec, args))
 
 
@@ -128,14 +133,26 @@ def plan_from_args(spec: Command, args: argparse.Namespace,
         if args.phase_seconds < 1:
             raise PandemoniumError(f"{spec.name}: --phase-seconds must be at least 1")
         sizes.phase_s = args.phase_seconds
-    scheds = list(spec.schedulers)
+    phases = pick(spec.name, "--phases", args.phases, spec.phases)
+    scheds = pick(spec.name, "--schedulers", args.schedulers, spec.schedulers)
     external = [] if args.pandemonium_only else anchors.parse_externals(args.external)
     scheds += [e.label for e in external]
-    return P.Plan(phases=list(spec.phases), schedulers=scheds,
+    return P.Plan(phases=phases, schedulers=scheds,
                   cores=cores[:1] if args.quick else cores,
                   iterations=1 if args.quick else args.iterations,
                   bracket=spec.bracket and not args.pandemonium_only, sizes=sizes,
                   external=external, sched_args=list(spec.sched_args))
+
+
+def pick(command: str, flag: str, spec: str | None, allowed: list[str]) -> list[str]:
+    """A comma list narrowed from `allowed` (kept in its order); a name outside it is refused."""
+    if spec is None:
+        return list(allowed)
+    wanted = [w.strip() for w in spec.split(",") if w.strip()]
+    unknown = [w for w in wanted if w not in allowed]
+    if unknown or not wanted:
+        raise PandemoniumError(f"{command}: {flag} {spec!r}: choose from {', '.join(allowed)}")
+    return [a for a in allowed if a in wanted]
 
 
 def out_dir_for(spec: Command, args: argparse.Namespace) -> Path:

@@ -170,3 +170,22 @@ def test_latency_type_phases_run_beside_pure_busy_loops_at_a_10ms_period():
         assert flag in cyc, flag
     assert 'hackbench -P -g "$BENCH_HB_GROUPS" -l "$BENCH_HB_LOOPS"' in body("hackbench")
     assert "hackbench" in P.SCALE_PHASES and P.PHASES["hackbench"].target == 1.1
+
+
+def test_phases_and_schedulers_narrow_the_plan_in_the_commands_order():
+    spec = commands.BY_NAME["bench-scale"]
+    plan = commands.plan_from_args(spec, _args("bench-scale", "--phases", "hackbench,latency",
+                                               "--schedulers", "pandemonium"))
+    assert plan.phases == ["latency", "hackbench"]
+    assert plan.schedulers == [P.PANDEMONIUM]
+    full = commands.plan_from_args(spec, _args("bench-scale"))
+    assert full.phases == P.SCALE_PHASES
+    assert full.schedulers == [P.PANDEMONIUM, P.PANDEMONIUM_BPF]
+
+
+@pytest.mark.parametrize("argv", [("--phases", "latency,bogus"), ("--phases", ","),
+                                  ("--schedulers", "eevdf")])
+def test_unknown_phase_or_scheduler_is_refused_by_name(argv):
+    spec = commands.BY_NAME["bench-scale"]
+    with pytest.raises(PandemoniumError, match="choose from"):
+        commands.plan_from_args(spec, _args("bench-scale", *argv))
