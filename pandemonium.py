@@ -199,7 +199,8 @@ def cmd_test(args: argparse.Namespace) -> int:
         die(f"test: --cpus {args.cpus!r}: expected numbers like 2,4", 2)
     layers = gate_runner.parse_layers(args.gate)
     sched_args = gate_runner.parse_sched_args(args.sched_args)
-    build.ensure_packages(vm=not args.no_gate)
+    build.ensure_packages(vm=not args.no_gate,
+                          extra=None if args.no_gate else gate_runner.GATE_PACKAGES)
     build.build_release()
     if not args.no_host:
         build.cargo("test", "--release", "--locked")

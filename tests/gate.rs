@@ -395,6 +395,12 @@ fn latency() {
 
 #[test]
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn interactive() {
+    standard::layer_interactive();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn responsiveness() {
     stall::layer_responsiveness();
 }
@@ -444,6 +450,8 @@ fn full_gate() {
     eprintln!("gate full_gate: latency passed");
     stall::layer_responsiveness();
     eprintln!("gate full_gate: responsiveness passed");
+    standard::layer_interactive();
+    eprintln!("gate full_gate: interactive passed");
     layer_stats();
     eprintln!("gate full_gate: stats passed");
     layer_status();

@@ -15,9 +15,12 @@ from pandemonium_common import PandemoniumError, log
 
 KNOWN_LAYERS = ["load", "hotplug", "errors", "classify", "topology", "verifier", "adaptive", "watchdog",
                 "kill9", "sysrq", "sigterm_load", "start_twice", "procdb_faults",
-                "latency", "responsiveness", "contention", "starvation", "stats", "status",
+                "latency", "interactive", "responsiveness", "contention", "starvation", "stats", "status",
                 "full_gate"]
 GUEST_GATE = "/usr/local/bin/gate"
+# The interactive layer runs the field's standard tools in the guest (Debian's rt-tests).
+GUEST_TOOLS = ["cyclictest", "hackbench"]
+GATE_PACKAGES = {"rt-tests": ("cmd", "cyclictest")}
 # full_gate runs ~6 min of guest time at 2 vCPUs under TCG; a loaded host stretches that.
 GATE_TIMEOUT_S = 1800
 # The status layer's sysfs captures under the guest's /results (STATUS_DIR in tests/gate.rs).
@@ -122,7 +125,8 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
         cmd = [GUEST_GATE, "--ignored", "--test-threads=1", "--exact", "--nocapture", *runnable]
         env = {"PANDEMONIUM_GATE_ARGS": extra_args} if extra_args else None
         res = run_in_vm(cmd, cpus=cpus, kernel=kernel, accel=accel, add=[(str(gate), GUEST_GATE)],
-                        env=env, extra_cmdline=GATE_CMDLINE, timeout=GATE_TIMEOUT_S)
+                        env=env, extra_cmdline=GATE_CMDLINE, timeout=GATE_TIMEOUT_S,
+                        tools=GUEST_TOOLS)
         rc = res.rc
         if rc == 0 and ("status" in runnable or "full_gate" in runnable):
             problems = check_status_captures(res.out_dir)

@@ -49,6 +49,8 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 	if (!tctx || !k || !tp)
 		return prev_cpu;
 
+	tctx->sync_wake = (wake_flags & SCX_WAKE_SYNC) &&
+			  !(bpf_get_current_task_btf()->flags & PF_EXITING);
 	cpu = wake_sync_target(p, wake_flags, tp);
 	if (cpu >= 0) {
 		place_pcpu_with_spill(p, tctx, cpu, task_slice(tctx, k),
@@ -74,12 +76,20 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
  * a tick or a BATCH slice to end was the 4-5x cyclictest and 10x hackbench gap to EEVDF.
  */
 static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct task_ctx *tctx,
-					       s32 cpu, u64 slice, u64 enq_flags,
+					       s32 cpu, u64 slice, u64 enq_flags, bool sync,
 					       struct topo_params *tp)
 {
 	s32 victim;
 
-	if (tctx->tier == TIER_BATCH || (!(enq_flags & SCX_ENQ_WAKEUP) && tctx->last_run_at))
+	/*
+	 * A producer waking its consumer (a pipe, a socket: a synchronous wakeup by a waker that
+	 * keeps running) does not preempt: the consumer then reads a batch instead of one message
+	 * per context switch. Preempting there cost hackbench 5x EEVDF's context switches and 30x
+	 * its migrations. Timer, interrupt and exit wakeups (cyclictest, a frame loop, a parent
+	 * reaping its child) still preempt.
+	 */
+	if (tctx->tier == TIER_BATCH || sync ||
+	    (!(enq_flags & SCX_ENQ_WAKEUP) && tctx->last_run_at))
 		return false;
 	/* A CPU past cpu_offline must not send IPIs (see kick_cpu()). */
 	if (!cpu_ctx(bpf_get_smp_processor_id())->online)
@@ -104,11 +114,15 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	struct topo_params *tp = topo();
 	s32 cpu = scx_bpf_task_cpu(p), idle;
 	u64 slice, vtime;
+	bool sync;
 
 	if (!tctx || !k || !tp) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, SCX_SLICE_DFL, enq_flags);
 		return;
 	}
+	/* Only the select_cpu() of this very wakeup may have set it. */
+	sync = tctx->sync_wake;
+	tctx->sync_wake = 0;
 	if (enq_flags & SCX_ENQ_WAKEUP)
 		STAT_INC(nr_enq_wakeup);
 	else
@@ -131,7 +145,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 		STAT_INC(nr_pinned);
 		/* cyclictest's measuring threads are pinned: they preempt like any other waker. */
 		if (!(p->flags & PF_KTHREAD) && !is_migration_disabled(p) &&
-		    try_wakeup_preempt(p, tctx, cpu, slice, enq_flags, tp))
+		    try_wakeup_preempt(p, tctx, cpu, slice, enq_flags, sync, tp))
 			return;
 		if ((p->flags & PF_KTHREAD) || is_migration_disabled(p) || !cpu_is_online(cpu) ||
 		    ((enq_flags & SCX_ENQ_WAKEUP) &&
@@ -156,7 +170,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	if (try_wakeup_preempt(p, tctx, cpu, slice, enq_flags, tp))
+	if (try_wakeup_preempt(p, tctx, cpu, slice, enq_flags, sync, tp))
 		return;
 
 	/*
@@ -166,6 +180,10 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	 */
 	if (tctx->tier == TIER_BATCH) {
 		insert_batch(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
+		return;
+	}
+	if (cpu_is_online(cpu) && bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
+		insert_pcpu(p, tctx, cpu, slice, vtime, enq_flags);
 		return;
 	}
 	insert_node(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);

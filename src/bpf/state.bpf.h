@@ -73,6 +73,7 @@ struct task_ctx {
 	s32 last_cpu;
 	u8 tier;
 	u8 flags;          /* enum task_flags */
+	u8 sync_wake;      /* select_cpu saw a wakeup whose waker keeps running: enqueue reads it */
 };
 
 struct {

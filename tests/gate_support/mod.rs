@@ -6,6 +6,7 @@
 pub mod faults;
 pub mod maps;
 pub mod stall;
+pub mod standard;
 pub mod workload;
 
 use scx_pandemonium::preflight::sched_ext_state;
