@@ -83,10 +83,11 @@ pub fn layer_latency() {
     );
     assert!(pand.count > 100, "too few probe samples: {}", pand.count);
     // Under single-threaded TCG every vCPU waits its turn in QEMU's round-robin, which sets a
-    // latency floor that grows with the vCPU count (EEVDF's P99 is ~5 ms at 2 vCPUs, ~21 ms at 4).
-    // So the bound is half the hogs' 20 ms batch slice or 1.5x the worse EEVDF bracket, whichever
-    // is larger: a regression guard, not the performance target (that is bench-scale's job).
-    let bound = (10 * MS).max(eevdf_a.p99_ns.max(eevdf_b.p99_ns) * 3 / 2);
+    // latency floor that grows with the vCPU count (EEVDF's P99 is ~5-12 ms at 2 vCPUs, ~21 ms
+    // at 4). Since wakeups preempt BATCH runners at once (0.41x EEVDF at 2 vCPUs, tcg-single),
+    // the bound is the worse EEVDF bracket itself: at or below the kernel's default. The stretch
+    // target (0.2x) is bench-scale's job.
+    let bound = eevdf_a.p99_ns.max(eevdf_b.p99_ns);
     assert!(
         pand.p99_ns < bound,
         "probe P99 {:.0} us exceeds the bound {:.0} us",
