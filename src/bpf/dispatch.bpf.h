@@ -24,7 +24,8 @@ static __always_inline void refresh_since(u64 dsq, u64 *since)
  * Moves a task from a shared DSQ to @cpu: the first of its few head tasks that last ran on @cpu,
  * else the head. Taking the head alone moved every task to whichever CPU asked next: hackbench
  * with a warm procdb (its senders BATCH) migrated 8,000 times where EEVDF migrated 150, and took
- * 2.6x EEVDF's time in the VM. The scan is short, so vtime order holds within a few tasks.
+ * 2.6x EEVDF's time in the VM. The scan is short, so vtime order holds within a few tasks. The
+ * rescues pass @cpu -1 and take the head: an aged DSQ's oldest task is the one owed a CPU.
  */
 static __always_inline bool move_shared(u64 dsq, u64 *since, s32 cpu)
 {
@@ -32,7 +33,7 @@ static __always_inline bool move_shared(u64 dsq, u64 *since, s32 cpu)
 	u32 seen = 0;
 
 	bpf_for_each(scx_dsq, p, dsq, 0) {
-		if (++seen > LOCAL_FIRST_SCAN)
+		if (cpu < 0 || ++seen > LOCAL_FIRST_SCAN)
 			break;
 		if (scx_bpf_task_cpu(p) == cpu &&
 		    scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
@@ -67,13 +68,13 @@ static __always_inline bool service_aged_overflow(s32 cpu, u32 node, u64 thresh)
 	if (!ai && !ab)
 		return false;
 	if (ai && (!ab || !time_before(nb, ni))) {
-		served = move_shared(node_dsq(node), &node_dsq_since[n], cpu);
+		served = move_shared(node_dsq(node), &node_dsq_since[n], -1);
 		if (ab)
-			served |= move_shared(batch_dsq(node), &batch_dsq_since[n], cpu);
+			served |= move_shared(batch_dsq(node), &batch_dsq_since[n], -1);
 	} else {
-		served = move_shared(batch_dsq(node), &batch_dsq_since[n], cpu);
+		served = move_shared(batch_dsq(node), &batch_dsq_since[n], -1);
 		/* The interactive task now waits locally behind a BATCH slice: tick() cuts it short. */
-		if (ai && move_shared(node_dsq(node), &node_dsq_since[n], cpu)) {
+		if (ai && move_shared(node_dsq(node), &node_dsq_since[n], -1)) {
 			served = true;
 			cpu_ctx(cpu)->local_urgent = 1;
 		}

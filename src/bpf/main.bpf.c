@@ -182,10 +182,6 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 		insert_batch(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
 		return;
 	}
-	if (cpu_is_online(cpu) && bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
-		insert_pcpu(p, tctx, cpu, slice, vtime, enq_flags);
-		return;
-	}
 	insert_node(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
 	if (tctx->tier == TIER_LAT_CRITICAL)
 		latcrit_waiting = 1;
