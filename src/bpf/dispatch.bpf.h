@@ -17,23 +17,33 @@ static __always_inline void refresh_since(u64 dsq, u64 *since)
 		__sync_val_compare_and_swap(since, old, bpf_ktime_get_ns());
 }
 
+static __always_inline bool move_shared(u64 dsq, u64 *since)
+{
+	if (!scx_bpf_dsq_move_to_local(dsq, 0))
+		return false;
+	refresh_since(dsq, since);
+	return true;
+}
+
 /* How far into a shared DSQ a dispatching CPU looks for a task that last ran on it. */
 #define LOCAL_FIRST_SCAN 4
 
 /*
- * Moves a task from a shared DSQ to @cpu: the first of its few head tasks that last ran on @cpu,
- * else the head. Taking the head alone moved every task to whichever CPU asked next: hackbench
- * with a warm procdb (its senders BATCH) migrated 8,000 times where EEVDF migrated 150, and took
- * 2.6x EEVDF's time in the VM. The scan is short, so vtime order holds within a few tasks. The
- * rescues pass @cpu -1 and take the head: an aged DSQ's oldest task is the one owed a CPU.
+ * move_shared(), but the first of the DSQ's few head tasks that last ran on @cpu goes before the
+ * head. Taking the head alone moved every task to whichever CPU asked next: hackbench with a
+ * warm procdb (its senders BATCH) migrated 8,000 times where EEVDF migrated 150, and took 2.6x
+ * EEVDF's time in the VM. The scan is short, so vtime order holds within a few tasks. The
+ * rescues use move_shared(): an aged DSQ's oldest task is the one owed a CPU.
  */
-static __always_inline bool move_shared(u64 dsq, u64 *since, s32 cpu)
+static __always_inline bool move_shared_near(u64 dsq, u64 *since, s32 cpu)
 {
 	struct task_struct *p;
 	u32 seen = 0;
 
+	if (scx_bpf_dsq_nr_queued(dsq) <= 0)
+		return false;
 	bpf_for_each(scx_dsq, p, dsq, 0) {
-		if (cpu < 0 || ++seen > LOCAL_FIRST_SCAN)
+		if (++seen > LOCAL_FIRST_SCAN)
 			break;
 		if (scx_bpf_task_cpu(p) == cpu &&
 		    scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
@@ -41,10 +51,7 @@ static __always_inline bool move_shared(u64 dsq, u64 *since, s32 cpu)
 			return true;
 		}
 	}
-	if (!scx_bpf_dsq_move_to_local(dsq, 0))
-		return false;
-	refresh_since(dsq, since);
-	return true;
+	return move_shared(dsq, since);
 }
 
 static __always_inline bool aged(u64 since, u64 now, u64 thresh)
@@ -68,13 +75,13 @@ static __always_inline bool service_aged_overflow(s32 cpu, u32 node, u64 thresh)
 	if (!ai && !ab)
 		return false;
 	if (ai && (!ab || !time_before(nb, ni))) {
-		served = move_shared(node_dsq(node), &node_dsq_since[n], -1);
+		served = move_shared(node_dsq(node), &node_dsq_since[n]);
 		if (ab)
-			served |= move_shared(batch_dsq(node), &batch_dsq_since[n], -1);
+			served |= move_shared(batch_dsq(node), &batch_dsq_since[n]);
 	} else {
-		served = move_shared(batch_dsq(node), &batch_dsq_since[n], -1);
+		served = move_shared(batch_dsq(node), &batch_dsq_since[n]);
 		/* The interactive task now waits locally behind a BATCH slice: tick() cuts it short. */
-		if (ai && move_shared(node_dsq(node), &node_dsq_since[n], -1)) {
+		if (ai && move_shared(node_dsq(node), &node_dsq_since[n])) {
 			served = true;
 			cpu_ctx(cpu)->local_urgent = 1;
 		}
@@ -161,9 +168,9 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 	}
 
 	/* 4, 5: node overflow DSQs, interactive before batch. */
-	if (move_shared(node_dsq(node), &node_dsq_since[node & (MAX_NODES - 1)], cpu))
+	if (move_shared_near(node_dsq(node), &node_dsq_since[node & (MAX_NODES - 1)], cpu))
 		return true;
-	if (move_shared(batch_dsq(node), &batch_dsq_since[node & (MAX_NODES - 1)], cpu))
+	if (move_shared_near(batch_dsq(node), &batch_dsq_since[node & (MAX_NODES - 1)], cpu))
 		return true;
 
 	/* 6: other nodes. */
@@ -172,8 +179,8 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 			break;
 		if (i == node)
 			continue;
-		if (move_shared(node_dsq(i), &node_dsq_since[i & (MAX_NODES - 1)], cpu) ||
-		    move_shared(batch_dsq(i), &batch_dsq_since[i & (MAX_NODES - 1)], cpu))
+		if (move_shared_near(node_dsq(i), &node_dsq_since[i & (MAX_NODES - 1)], cpu) ||
+		    move_shared_near(batch_dsq(i), &batch_dsq_since[i & (MAX_NODES - 1)], cpu))
 			return true;
 	}
 	return false;

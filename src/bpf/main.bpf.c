@@ -73,7 +73,7 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
  * Tier 2: a waking (or new) task that is not BATCH takes a CPU from a BATCH task right away,
  * the one it last ran on first, else the nearest by R_eff: under saturation an interactive
  * wakeup gets a CPU within one context switch, which is all the idle floor allows. Waiting for
- * a tick or a BATCH slice to end was the 4-5x cyclictest and 10x hackbench gap to EEVDF.
+ * a tick or a BATCH slice to end was the 4-5x cyclictest gap to EEVDF.
  */
 static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct task_ctx *tctx,
 					       s32 cpu, u64 slice, u64 enq_flags, bool sync,
@@ -122,7 +122,8 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 	/* Only the select_cpu() of this very wakeup may have set it. */
 	sync = tctx->sync_wake;
-	tctx->sync_wake = 0;
+	if (sync)
+		tctx->sync_wake = 0;
 	if (enq_flags & SCX_ENQ_WAKEUP)
 		STAT_INC(nr_enq_wakeup);
 	else
@@ -142,16 +143,16 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	 * rescue never ran and a task in a shared DSQ waited until sched_ext's watchdog fired.
 	 */
 	if (p->nr_cpus_allowed == 1 || is_migration_disabled(p)) {
+		bool user = !(p->flags & PF_KTHREAD) && !is_migration_disabled(p);
+
 		STAT_INC(nr_pinned);
-		/* cyclictest's measuring threads are pinned: they preempt like any other waker. */
-		if (!(p->flags & PF_KTHREAD) && !is_migration_disabled(p) &&
-		    try_wakeup_preempt(p, tctx, cpu, slice, enq_flags, sync, tp))
+		/* A pinned periodic task (cyclictest -a, an audio thread) preempts like any waker. */
+		if (user && try_wakeup_preempt(p, tctx, cpu, slice, enq_flags, sync, tp))
 			return;
-		if ((p->flags & PF_KTHREAD) || is_migration_disabled(p) || !cpu_is_online(cpu) ||
+		if (!user || !cpu_is_online(cpu) ||
 		    ((enq_flags & SCX_ENQ_WAKEUP) &&
 		     scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) <= 0)) {
-			mark_enqueued(tctx, bpf_ktime_get_ns());
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
+			insert_local(p, tctx, cpu, slice, enq_flags);
 			kick_cpu(cpu, SCX_KICK_IDLE);
 			return;
 		}

@@ -117,8 +117,8 @@ pub fn layer_contention() {
     let after = maps::read_stats();
     let rescues = (after.nr_overflow_rescue - before.nr_overflow_rescue)
         + (after.nr_starvation_rescue - before.nr_starvation_rescue);
-    // The forker's gap spans a whole fork + exec + exit of a new (immature, so BATCH-queued)
-    // process, several scheduling rounds; every other worker's gap is a single wait.
+    // The forker's gap spans a whole fork + exec + exit of a new process, several scheduling
+    // rounds; every other worker's gap is a single wait.
     let is_cycle = |name: &str| name == "forker";
     let worst = worst_gap(&reports, |r| !is_cycle(&r.name));
     let cycle = worst_gap(&reports, |r| is_cycle(&r.name));
