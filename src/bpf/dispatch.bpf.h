@@ -161,7 +161,7 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 		return true;
 
 	/* 1: steal from the nearest per-CPU DSQs by R_eff, within the tau-derived budget. */
-	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, tp);
+	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp);
 	if (victim >= 0 && scx_bpf_dsq_move_to_local(victim, 0)) {
 		STAT_INC(nr_steals);
 		return true;

@@ -9,6 +9,7 @@
 #include "classify.bpf.h"
 #include "placement.bpf.h"
 #include "codel.bpf.h"
+#include "periodic.bpf.h"
 #include "dispatch.bpf.h"
 
 char _license[] SEC("license") = "GPL";
@@ -32,7 +33,7 @@ static __always_inline s32 wake_sync_target(struct task_struct *p, u64 wake_flag
 	if (waker->wakee_flips >= nr_cpu_ids_ro || p->wakee_flips >= nr_cpu_ids_ro)
 		return -1;
 	wcpu = bpf_get_smp_processor_id();
-	cpu = rank_pick(p, wcpu, tp->affinity_search_budget, RANK_WANT_IDLE, tp);
+	cpu = rank_pick(p, wcpu, tp->affinity_search_budget, RANK_WANT_IDLE, 0, tp);
 	if (cpu < 0 && cpu_is_online(wcpu) && bpf_cpumask_test_cpu(wcpu, p->cpus_ptr))
 		cpu = wcpu;
 	return cpu;
@@ -73,11 +74,25 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
  * Tier 2: a waking (or new) task that is not BATCH takes a CPU from a BATCH task right away,
  * the one it last ran on first, else the nearest by R_eff: under saturation an interactive
  * wakeup gets a CPU within one context switch, which is all the idle floor allows. Waiting for
- * a tick or a BATCH slice to end was the 4-5x cyclictest gap to EEVDF.
+ * a tick or a BATCH slice to end was the 4-5x cyclictest gap to EEVDF. With no BATCH runner in
+ * reach, it takes the CPU of a runner whose vtime lies beyond its deadline: a fork storm keeps
+ * every CPU busy with short INTERACTIVE tasks, and a periodic task queued behind them waited
+ * for the next tick (4 ms at HZ=250) where EEVDF preempts at once (2x EEVDF's P99 in the
+ * gate's responsiveness layer).
  */
+static __always_inline s32 claim_victim(struct task_struct *p, s32 cpu, u64 deadline,
+					struct topo_params *tp)
+{
+	if (cpu_is_online(cpu) && bpf_cpumask_test_cpu(cpu, p->cpus_ptr) && claim_runner(cpu, deadline))
+		return cpu;
+	if (p->nr_cpus_allowed > 1)
+		return rank_pick(p, cpu, tp->spill_search_budget, RANK_WANT_RUNNER, deadline, tp);
+	return -1;
+}
+
 static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct task_ctx *tctx,
-					       s32 cpu, u64 slice, u64 enq_flags, bool sync,
-					       struct topo_params *tp)
+					       s32 cpu, u64 slice, u64 vtime, u64 enq_flags,
+					       bool sync, struct topo_params *tp)
 {
 	s32 victim;
 
@@ -94,12 +109,9 @@ static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct tas
 	/* A CPU past cpu_offline must not send IPIs (see kick_cpu()). */
 	if (!cpu_ctx(bpf_get_smp_processor_id())->online)
 		return false;
-	if (cpu_is_online(cpu) && bpf_cpumask_test_cpu(cpu, p->cpus_ptr) && claim_batch_runner(cpu))
-		victim = cpu;
-	else if (p->nr_cpus_allowed > 1)
-		victim = rank_pick(p, cpu, tp->spill_search_budget, RANK_WANT_BATCH, tp);
-	else
-		victim = -1;
+	victim = claim_victim(p, cpu, 0, tp);
+	if (victim < 0)
+		victim = claim_victim(p, cpu, vtime + slice, tp);
 	if (victim < 0)
 		return false;
 	insert_local(p, tctx, victim, slice, enq_flags | SCX_ENQ_PREEMPT);
@@ -147,7 +159,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 
 		STAT_INC(nr_pinned);
 		/* A pinned periodic task (cyclictest -a, an audio thread) preempts like any waker. */
-		if (user && try_wakeup_preempt(p, tctx, cpu, slice, enq_flags, sync, tp))
+		if (user && try_wakeup_preempt(p, tctx, cpu, slice, vtime, enq_flags, sync, tp))
 			return;
 		if (!user || !cpu_is_online(cpu) ||
 		    ((enq_flags & SCX_ENQ_WAKEUP) &&
@@ -171,7 +183,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	if (try_wakeup_preempt(p, tctx, cpu, slice, enq_flags, sync, tp))
+	if (try_wakeup_preempt(p, tctx, cpu, slice, vtime, enq_flags, sync, tp))
 		return;
 
 	/*
@@ -235,13 +247,14 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	tctx->last_run_at = now;
-	cpu_ctx(cpu)->running_batch = tctx->tier == TIER_BATCH;
+	cpu_ctx(cpu)->run_vtime = p->scx.dsq_vtime;
+	cpu_ctx(cpu)->run_kind = tctx->tier == TIER_BATCH ? RUN_BATCH : RUN_OTHER;
 	/*
 	 * A BATCH task that gets a CPU while interactive work waits in the node DSQ (an overflow
 	 * rescue, or the only thing this CPU's dispatch found first) runs one preemption threshold,
 	 * not a whole batch slice: it makes progress without holding the waiters for 20 ms.
 	 */
-	if (cpu_ctx(cpu)->running_batch && (k = knobs()) && p->scx.slice > k->preempt_thresh_ns &&
+	if (tctx->tier == TIER_BATCH && (k = knobs()) && p->scx.slice > k->preempt_thresh_ns &&
 	    scx_bpf_dsq_nr_queued(node_dsq(cpu_node(cpu))) > 0)
 		p->scx.slice = k->preempt_thresh_ns;
 	if ((s = stats()) && tctx->last_cpu >= 0) {
@@ -286,20 +299,10 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 	if (used > 1000 * MSEC_NS)
 		used = 1000 * MSEC_NS;
 	p->scx.dsq_vtime += scale_by_task_weight_inverse(p, used);
-	cpu_ctx(scx_bpf_task_cpu(p))->running_batch = 0;
+	cpu_ctx(scx_bpf_task_cpu(p))->run_kind = RUN_NONE;
 	if (!runnable)
 		tctx->sleep_at = now;
 	note_stop(p, tctx, k, used, runnable, now);
-}
-
-/* CPU 0's tick keeps the global longrun flag: one writer, no contention. */
-static __always_inline void update_longrun(struct topo_params *tp, u64 now)
-{
-	u64 since = batch_dsq_since[0];
-	u32 on = since && now - since >= tp->longrun_thresh_ns;
-
-	if (on != longrun_mode)
-		longrun_mode = on;
 }
 
 /*
@@ -338,10 +341,6 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	u32 node = cpu_node(cpu);
 	u64 since, thresh, now = bpf_ktime_get_ns();
 
-	if (cpu == 0 && tp && k) {
-		update_longrun(tp, now);
-		codel_step(k, tp);
-	}
 	if (!tctx || !k || !tp || tctx->tier != TIER_BATCH)
 		return;
 	if (cpu_ctx(cpu)->local_urgent) {
@@ -443,7 +442,7 @@ void BPF_STRUCT_OPS(pandemonium_cpu_offline, s32 cpu)
 		__sync_fetch_and_add(&nr_offline_cpus, 1);
 	}
 	cpu_ctx(cpu)->online = 0;
-	cpu_ctx(cpu)->running_batch = 0;
+	cpu_ctx(cpu)->run_kind = RUN_NONE;
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(pandemonium_init)
@@ -480,7 +479,10 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(pandemonium_init)
 		cpu_ctx(i)->online = bpf_cpumask_test_cpu(i, online);
 	}
 	scx_bpf_put_cpumask(online);
-	return 0;
+	ret = periodic_start();
+	if (ret)
+		scx_bpf_error("failed to arm the periodic timer: %d", ret);
+	return ret;
 }
 
 void BPF_STRUCT_OPS(pandemonium_exit, struct scx_exit_info *ei)

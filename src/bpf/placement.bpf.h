@@ -125,21 +125,27 @@ static __always_inline void insert_local(struct task_struct *p, struct task_ctx 
 }
 
 /*
- * Claims @cpu's running BATCH task as the one a waking task preempts: the compare-and-swap lets
- * exactly one of several simultaneous wakers take it, the others look further.
+ * Claims @cpu's running task as the one a waking task preempts: a BATCH task always, any other
+ * only when its vtime lies beyond @deadline (0: BATCH only), the waker's vtime plus its slice,
+ * so the waker is owed the CPU before the runner is, the test EEVDF's wakeup preemption makes.
+ * The compare-and-swap lets exactly one of several simultaneous wakers take it, the others
+ * look further.
  */
-static __always_inline bool claim_batch_runner(s32 cpu)
+static __always_inline bool claim_runner(s32 cpu, u64 deadline)
 {
 	struct cpu_ctx *c = cpu_ctx(cpu);
+	u32 kind = c->run_kind;
 
-	return c->running_batch && __sync_val_compare_and_swap(&c->running_batch, 1, 0) == 1;
+	if (kind == RUN_NONE || (kind == RUN_OTHER && (!deadline || !time_before(deadline, c->run_vtime))))
+		return false;
+	return __sync_val_compare_and_swap(&c->run_kind, kind, RUN_NONE) == kind;
 }
 
 enum rank_want {
 	RANK_WANT_ROOM,   /* per-CPU DSQ below the depth gate (spill) */
 	RANK_WANT_QUEUED, /* per-CPU DSQ holding work (steal) */
 	RANK_WANT_IDLE,   /* idle CPU, claimed on success (WAKE_SYNC search) */
-	RANK_WANT_BATCH,  /* CPU running an unclaimed BATCH task, claimed on success (preemption) */
+	RANK_WANT_RUNNER, /* CPU whose runner claim_runner() takes (preemption) */
 };
 
 /*
@@ -148,7 +154,7 @@ enum rank_want {
  * leftovers in the rank never shrink the search. One bpf_for loop keeps verification linear.
  */
 static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 budget,
-				     enum rank_want want, struct topo_params *tp)
+				     enum rank_want want, u64 deadline, struct topo_params *tp)
 {
 	u32 key = cpu & (MAX_CPUS - 1);
 	struct affinity_row *row = bpf_map_lookup_elem(&affinity_rank, &key);
@@ -184,8 +190,8 @@ static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 b
 			if (scx_bpf_test_and_clear_cpu_idle(c))
 				return c;
 			break;
-		case RANK_WANT_BATCH:
-			if (claim_batch_runner(c))
+		case RANK_WANT_RUNNER:
+			if (claim_runner(c, deadline))
 				return c;
 			break;
 		}
@@ -237,7 +243,7 @@ static __always_inline s32 place_pcpu_with_spill(struct task_struct *p, struct t
 	if (cpu_is_online(cpu) && pcpu_has_room(cpu, tp)) {
 		target = cpu;
 	} else {
-		target = rank_pick(p, cpu, tp->spill_search_budget, RANK_WANT_ROOM, tp);
+		target = rank_pick(p, cpu, tp->spill_search_budget, RANK_WANT_ROOM, 0, tp);
 		if (target >= 0)
 			STAT_INC(nr_spills);
 	}

@@ -85,15 +85,23 @@ struct {
 
 struct cpu_ctx {
 	/*
-	 * The task on this CPU is BATCH and nobody has claimed it yet: a waking interactive task
-	 * may take the CPU. 32 bits because the claim is a compare-and-swap.
+	 * What runs here and nobody has claimed yet (enum run_kind): a waking task that is not
+	 * BATCH may take the CPU from a BATCH task, and from any other task whose vtime lies beyond
+	 * the waker's deadline. 32 bits because the claim is a compare-and-swap.
 	 */
-	u32 running_batch;
+	u32 run_kind;
 	u8 online;
 	u8 owe_local;	 /* last dispatch served the overflow: the own DSQ goes first next time */
 	u8 local_urgent; /* interactive work was queued locally behind a rescued BATCH task */
 	u8 drain;	 /* went offline while running: its own DSQ may still hold tasks */
+	u64 run_vtime;	 /* dsq_vtime of the task that started running here */
 } __attribute__((aligned(64)));
+
+enum run_kind {
+	RUN_NONE,  /* idle, or the runner was claimed already */
+	RUN_BATCH,
+	RUN_OTHER,
+};
 
 /* Indexed by CPU id masked to MAX_CPUS, so the verifier sees a bounded offset. */
 struct cpu_ctx cpu_ctxs[MAX_CPUS];
