@@ -182,6 +182,8 @@ static __always_inline void note_wakeup(struct task_ctx *tctx, u64 now)
 static __always_inline void note_stop(const struct task_struct *p, struct task_ctx *tctx,
 				      const struct tuning_knobs *k, u64 used, bool runnable, u64 now)
 {
+	u8 tier;
+
 	if (tctx->last_stop_at)
 		tctx->csw_rate = ewma(tctx->csw_rate, freq_of(now - tctx->last_stop_at));
 	tctx->last_stop_at = now;
@@ -201,7 +203,18 @@ static __always_inline void note_stop(const struct task_struct *p, struct task_c
 	}
 	if (!(tctx->samples % (2 * PUBLISH_EVERY)))
 		refresh_identity(p, tctx);
-	tctx->tier = classify(tctx, k);
+	tier = classify(tctx, k);
+	/*
+	 * A task that has not slept since it started keeps its tier against a BATCH verdict until
+	 * its averages mean something: a program's start (exec, dynamic linking, its init) is one
+	 * burst with no wakeup behind it, so it always scored BATCH, and /bin/true under load waited
+	 * behind the busy loops' batch slices (launch P99 2.6x EEVDF's). A hog turns BATCH after
+	 * MATURE_SAMPLES slices. A task that sleeps and wakes is judged by that rhythm at once:
+	 * holding hackbench's senders INTERACTIVE cost it 1.3x EEVDF's time instead of 1.1x.
+	 */
+	if (tier != TIER_BATCH || task_mature(tctx) || tctx->last_wake_at ||
+	    (tctx->flags & TF_HIPRIO_KTHREAD))
+		tctx->tier = tier;
 	publish_profile(p, tctx);
 }
 

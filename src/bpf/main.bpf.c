@@ -75,7 +75,7 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
  * the one it last ran on first, else the nearest by R_eff: under saturation an interactive
  * wakeup gets a CPU within one context switch, which is all the idle floor allows. Waiting for
  * a tick or a BATCH slice to end was the 4-5x cyclictest gap to EEVDF. With no BATCH runner in
- * reach, it takes the CPU of a runner whose vtime lies beyond its deadline: a fork storm keeps
+ * reach, it takes the CPU of a runner whose deadline comes after its own: a fork storm keeps
  * every CPU busy with short INTERACTIVE tasks, and a periodic task queued behind them waited
  * for the next tick (4 ms at HZ=250) where EEVDF preempts at once (2x EEVDF's P99 in the
  * gate's responsiveness layer).
@@ -187,8 +187,8 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 
 	/*
-	 * Tier 3: overflow. A new task starts INTERACTIVE and keeps that until it behaves like
-	 * BATCH (its first burst that outruns a slice): a program started during a build must not
+	 * Tier 3: overflow. A new task starts INTERACTIVE and keeps that until it has behaved like
+	 * BATCH for MATURE_SAMPLES slices (note_stop()): a program started during a build must not
 	 * queue behind the build.
 	 */
 	if (tctx->tier == TIER_BATCH) {
@@ -247,7 +247,7 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	tctx->last_run_at = now;
-	cpu_ctx(cpu)->run_vtime = p->scx.dsq_vtime;
+	cpu_ctx(cpu)->run_deadline = p->scx.dsq_vtime + p->scx.slice;
 	cpu_ctx(cpu)->run_kind = tctx->tier == TIER_BATCH ? RUN_BATCH : RUN_OTHER;
 	/*
 	 * A BATCH task that gets a CPU while interactive work waits in the node DSQ (an overflow

@@ -126,17 +126,19 @@ static __always_inline void insert_local(struct task_struct *p, struct task_ctx 
 
 /*
  * Claims @cpu's running task as the one a waking task preempts: a BATCH task always, any other
- * only when its vtime lies beyond @deadline (0: BATCH only), the waker's vtime plus its slice,
- * so the waker is owed the CPU before the runner is, the test EEVDF's wakeup preemption makes.
- * The compare-and-swap lets exactly one of several simultaneous wakers take it, the others
- * look further.
+ * only when its virtual deadline (vtime + slice) comes after @deadline, the waker's (0: BATCH
+ * only). That is EEVDF's wakeup test: among sleepers that all banked the same capped credit, the
+ * one with the short burst (a periodic probe beside a fork storm's parents) goes first. The
+ * compare-and-swap lets exactly one of several simultaneous wakers take it, the others look
+ * further.
  */
 static __always_inline bool claim_runner(s32 cpu, u64 deadline)
 {
 	struct cpu_ctx *c = cpu_ctx(cpu);
 	u32 kind = c->run_kind;
 
-	if (kind == RUN_NONE || (kind == RUN_OTHER && (!deadline || !time_before(deadline, c->run_vtime))))
+	if (kind == RUN_NONE ||
+	    (kind == RUN_OTHER && (!deadline || !time_before(deadline, c->run_deadline))))
 		return false;
 	return __sync_val_compare_and_swap(&c->run_kind, kind, RUN_NONE) == kind;
 }

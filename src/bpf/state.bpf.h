@@ -86,15 +86,15 @@ struct {
 struct cpu_ctx {
 	/*
 	 * What runs here and nobody has claimed yet (enum run_kind): a waking task that is not
-	 * BATCH may take the CPU from a BATCH task, and from any other task whose vtime lies beyond
-	 * the waker's deadline. 32 bits because the claim is a compare-and-swap.
+	 * BATCH may take the CPU from a BATCH task, and from any other task whose deadline comes
+	 * after the waker's. 32 bits because the claim is a compare-and-swap.
 	 */
 	u32 run_kind;
 	u8 online;
 	u8 owe_local;	 /* last dispatch served the overflow: the own DSQ goes first next time */
 	u8 local_urgent; /* interactive work was queued locally behind a rescued BATCH task */
 	u8 drain;	 /* went offline while running: its own DSQ may still hold tasks */
-	u64 run_vtime;	 /* dsq_vtime of the task that started running here */
+	u64 run_deadline; /* dsq_vtime + slice of the task that started running here */
 } __attribute__((aligned(64)));
 
 enum run_kind {
