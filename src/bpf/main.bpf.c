@@ -83,7 +83,8 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 static __always_inline s32 claim_victim(struct task_struct *p, s32 cpu, u64 deadline,
 					struct topo_params *tp)
 {
-	if (cpu_is_online(cpu) && bpf_cpumask_test_cpu(cpu, p->cpus_ptr) && claim_runner(cpu, deadline))
+	if (cpu_is_online(cpu) && bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
+	    claim_runner(cpu, deadline))
 		return cpu;
 	if (p->nr_cpus_allowed > 1)
 		return rank_pick(p, cpu, tp->spill_search_budget, RANK_WANT_RUNNER, deadline, tp);

@@ -83,11 +83,13 @@ pub fn layer_latency() {
     );
     assert!(pand.count > 100, "too few probe samples: {}", pand.count);
     // Under single-threaded TCG every vCPU waits its turn in QEMU's round-robin, which sets a
-    // latency floor that grows with the vCPU count (EEVDF's P99 is ~5-12 ms at 2 vCPUs, ~21 ms
-    // at 4). Since wakeups preempt BATCH runners at once (0.41x EEVDF at 2 vCPUs, tcg-single),
-    // the bound is the worse EEVDF bracket itself: at or below the kernel's default. The stretch
-    // target (0.2x) is bench-scale's job.
-    let bound = eevdf_a.p99_ns.max(eevdf_b.p99_ns);
+    // latency floor that grows with the vCPU count (EEVDF's P99 is ~5-14 ms at 2 vCPUs, ~20-41
+    // ms at 4) and makes the P99 of 2,000 samples move by a third between runs for both. Wakeups
+    // preempt at once (p50 1.6 ms at 2 vCPUs), and the P99 measured 0.5-1.3x EEVDF's in seven
+    // runs on 2026-11-25 (2 and 4 vCPUs): a bound at the worse bracket failed one run in four
+    // on noise alone. 1.5x the worse bracket, as the responsiveness and interactive layers use,
+    // still fails the old code's whole BATCH slice (3-4x). The figures are bench-scale's job.
+    let bound = eevdf_a.p99_ns.max(eevdf_b.p99_ns) * 3 / 2;
     assert!(
         pand.p99_ns < bound,
         "probe P99 {:.0} us exceeds the bound {:.0} us",
