@@ -129,8 +129,8 @@ impl Controller {
             extra.regime = Some("LONGRUN".into());
         }
         let knobs = sched.read_knobs()?;
-        extra.sojourn_ns = Some((sched.batch_age_ns(), knobs.sojourn_thresh_ns));
         let topo = sched.layout.params;
+        extra.sojourn_ns = Some((sched.batch_age_ns(), topo.overflow_rescue_ns));
         extra.codel_target_ns = Some(crate::codel::target(codel.x, &knobs, &topo));
         if let Some(p) = &self.publisher {
             p.publish(PandemoniumMetrics::of(&Sample {

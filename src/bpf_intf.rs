@@ -69,7 +69,6 @@ pub struct TuningKnobs {
     pub lat_cri_thresh_high: u64,
     pub lat_cri_thresh_low: u64,
     pub affinity_mode: u64,
-    pub sojourn_thresh_ns: u64,
     pub topology_tau_ns: u64,
     pub codel_eq_ns: u64,
 }
@@ -237,7 +236,6 @@ assert_same_layout!(
         lat_cri_thresh_high,
         lat_cri_thresh_low,
         affinity_mode,
-        sojourn_thresh_ns,
         topology_tau_ns,
         codel_eq_ns,
     ]
@@ -313,7 +311,6 @@ impl TuningKnobs {
             lat_cri_thresh_high: 32,
             lat_cri_thresh_low: 8,
             affinity_mode: AffinityMode::Weak as u64,
-            sojourn_thresh_ns: 5 * MS,
             topology_tau_ns: 0,
             codel_eq_ns: 0,
         }
@@ -363,7 +360,6 @@ mod tests {
         assert_eq!(k.burst_slice_ns, 1_000_000);
         assert_eq!((k.lat_cri_thresh_high, k.lat_cri_thresh_low), (32, 8));
         assert_eq!(k.affinity_mode, AffinityMode::Weak as u64);
-        assert_eq!(k.sojourn_thresh_ns, 5_000_000);
         assert_eq!((k.topology_tau_ns, k.codel_eq_ns), (0, 0));
     }
 

@@ -21,6 +21,7 @@ pub struct Snapshot {
 pub struct Extra {
     pub procdb: Option<(usize, usize)>,
     pub sleep_io_pct: Option<u64>,
+    /// The batch DSQ's age and the overflow-rescue age that serves it, ns.
     pub sojourn_ns: Option<(u64, u64)>,
     pub regime: Option<String>,
     /// The CoDel stall target in force (x, or c_eq before the first step), ns.

@@ -58,7 +58,7 @@ enum affinity_mode {
 };
 
 /*
- * Knobs BPF reads on every decision (one-entry array map). The adaptive daemon owns the first nine;
+ * Knobs BPF reads on every decision (one-entry array map). The adaptive daemon owns the first eight;
  * topology detection owns topology_tau_ns and codel_eq_ns, and the daemon must carry them over
  * unchanged on every write.
  */
@@ -71,7 +71,6 @@ struct tuning_knobs {
 	u64 lat_cri_thresh_high;
 	u64 lat_cri_thresh_low;
 	u64 affinity_mode;
-	u64 sojourn_thresh_ns;
 	u64 topology_tau_ns;
 	u64 codel_eq_ns;
 };

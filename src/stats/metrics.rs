@@ -138,8 +138,6 @@ pub struct PandemoniumMetrics {
     pub knob_lat_cri_thresh_low: u64,
     #[stat(desc = "knob: L2 placement 0 off / 1 weak / 2 strong")]
     pub knob_affinity_mode: u64,
-    #[stat(desc = "knob: batch sojourn threshold (how long batch work may wait), ns")]
-    pub knob_sojourn_thresh_ns: u64,
     #[stat(desc = "knob: topology mixing time tau, ns (set by topology detection)")]
     pub knob_topology_tau_ns: u64,
 
@@ -232,7 +230,6 @@ impl PandemoniumMetrics {
             knob_lat_cri_thresh_high: k.lat_cri_thresh_high,
             knob_lat_cri_thresh_low: k.lat_cri_thresh_low,
             knob_affinity_mode: k.affinity_mode,
-            knob_sojourn_thresh_ns: k.sojourn_thresh_ns,
             knob_topology_tau_ns: k.topology_tau_ns,
             codel_target_ns: codel::target(x, k, &s.topo),
             codel_velocity_ns: v,

@@ -48,13 +48,6 @@ const PREEMPT_CAP: TauCap = TauCap {
     min: 250 * US,
     max: 4 * MS,
 };
-/// Batch-queue rescue threshold = tau / 6 (6 ms cap, 2 ms floor so rescues stay rarer than ticks).
-const SOJOURN: TauCap = TauCap {
-    num: 1,
-    den: 6,
-    min: 2 * MS,
-    max: 6 * MS,
-};
 /// MIXED batch slice <= 1.5 tau. Only MIXED has batch and interactive work contending for the
 /// same CPUs; LIGHT has idle CPUs for wakers and HEAVY wants the throughput.
 const MIXED_BATCH_CAP: TauCap = TauCap {
@@ -100,7 +93,6 @@ pub fn scaled_regime_knobs(r: Regime, tau_ns: u64) -> TuningKnobs {
     }
     k.slice_ns = k.slice_ns.min(SLICE_CAP.of(tau_ns));
     k.preempt_thresh_ns = k.preempt_thresh_ns.min(PREEMPT_CAP.of(tau_ns));
-    k.sojourn_thresh_ns = SOJOURN.of(tau_ns);
     if r == Regime::Mixed {
         k.batch_slice_ns = k.batch_slice_ns.min(MIXED_BATCH_CAP.of(tau_ns));
     }
@@ -130,13 +122,12 @@ mod tests {
     }
 
     #[test]
-    fn reference_tau_leaves_regime_values_except_sojourn() {
+    fn reference_tau_leaves_regime_values() {
         for r in Regime::ALL {
             let (raw, s) = (regime_knobs(r), scaled_regime_knobs(r, 40 * MS));
             assert_eq!(s.slice_ns, raw.slice_ns, "{r:?}");
             assert_eq!(s.preempt_thresh_ns, raw.preempt_thresh_ns, "{r:?}");
             assert_eq!(s.batch_slice_ns, raw.batch_slice_ns, "{r:?}");
-            assert_eq!(s.sojourn_thresh_ns, 6 * MS);
         }
     }
 
@@ -145,7 +136,6 @@ mod tests {
         let s = scaled_regime_knobs(Regime::Heavy, 2 * MS);
         assert_eq!(s.slice_ns, 500 * US);
         assert_eq!(s.preempt_thresh_ns, 250 * US);
-        assert_eq!(s.sojourn_thresh_ns, 2 * MS);
         assert_eq!(
             scaled_regime_knobs(Regime::Mixed, 2 * MS).batch_slice_ns,
             10 * MS
@@ -161,9 +151,5 @@ mod tests {
         for r in Regime::ALL {
             assert_eq!(scaled_regime_knobs(r, 0), regime_knobs(r));
         }
-        assert_eq!(
-            scaled_regime_knobs(Regime::Mixed, u64::MAX).sojourn_thresh_ns,
-            6 * MS
-        );
     }
 }

@@ -60,9 +60,8 @@ pub enum Knob {
     BurstSlice = 4,
     LatCriHigh = 5,
     LatCriLow = 6,
-    Sojourn = 7,
 }
-pub const NR_KNOBS: usize = 8;
+pub const NR_KNOBS: usize = 7;
 
 impl Knob {
     pub const ALL: [Knob; NR_KNOBS] = [
@@ -73,7 +72,6 @@ impl Knob {
         Knob::BurstSlice,
         Knob::LatCriHigh,
         Knob::LatCriLow,
-        Knob::Sojourn,
     ];
 }
 
@@ -83,16 +81,14 @@ impl Knob {
 /// - LATENCY: short slices and preemption delays, more sleep credit (lag_scale up), lower
 ///   classifier thresholds so more wakers reach the fast tiers.
 /// - BALANCED: the baseline (all 1.0); the anchor the weights relax back to.
-/// - THROUGHPUT: long slices, late preemption, less sleep credit, stingier classification,
-///   fewer batch rescues.
+/// - THROUGHPUT: long slices, late preemption, less sleep credit, stingier classification.
 /// - IO_HEAVY: I/O-bound wakers are latency-sensitive but sleep a lot: mildly shorter slices and
-///   preemption, more sleep credit, lower thresholds, a later batch rescue (the batch queue is
-///   rarely the bottleneck when most tasks are asleep on I/O).
+///   preemption, more sleep credit, lower thresholds.
 /// - FORK_STORM: compresses exactly what BPF consumes while a storm floods the queues: burst
-///   slice, preemption delay, batch rescue threshold and batch slice; raises the classifier
-///   thresholds so a swarm of short-lived wakers does not all land in LAT_CRITICAL.
+///   slice, preemption delay and batch slice; raises the classifier thresholds so a swarm of
+///   short-lived wakers does not all land in LAT_CRITICAL.
 /// - SATURATED: every CPU busy; longer slices and burst slices cut switch overhead, later
-///   preemption and rescue stop churning a queue that is full anyway.
+///   preemption stops churning a queue that is full anyway.
 pub const SCALE: [[f64; NR_EXPERTS]; NR_KNOBS] = [
     [0.5, 1.0, 1.6, 0.8, 1.0, 1.5625], // slice_ns
     [0.5, 1.0, 1.6, 0.8, 0.625, 2.5],  // preempt_thresh_ns
@@ -101,7 +97,6 @@ pub const SCALE: [[f64; NR_EXPERTS]; NR_KNOBS] = [
     [0.625, 1.0, 1.6, 1.0, 0.5, 2.0],  // burst_slice_ns
     [0.8, 1.0, 1.25, 0.8, 1.25, 1.0],  // lat_cri_thresh_high
     [0.625, 1.0, 1.6, 0.8, 1.25, 1.0], // lat_cri_thresh_low
-    [0.8, 1.0, 1.6, 1.25, 0.5, 1.25],  // sojourn_thresh_ns
 ];
 
 /// An affinity ballot: a fixed mode, or "whatever the regime baseline says".
@@ -225,12 +220,7 @@ mod tests {
 
     #[test]
     fn fork_storm_compresses_what_bpf_consumes() {
-        for k in [
-            Knob::BurstSlice,
-            Knob::Preempt,
-            Knob::Sojourn,
-            Knob::BatchSlice,
-        ] {
+        for k in [Knob::BurstSlice, Knob::Preempt, Knob::BatchSlice] {
             assert!(SCALE[k as usize][Expert::ForkStorm as usize] < 1.0, "{k:?}");
         }
     }

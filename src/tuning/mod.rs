@@ -34,8 +34,8 @@ pub use sleep::{IO_LIKE_BELOW_BUCKET, IoBucket, batch_slice_factor, io_share_pct
 /// The rails, by knob, for callers that report or test them.
 pub mod rail {
     pub use super::rails::{
-        BATCH_SLICE, BURST_SLICE, LAG_SCALE, LAT_CRI_HIGH, LAT_CRI_LOW, PREEMPT, SLICE, SOJOURN,
-        enforce, within,
+        BATCH_SLICE, BURST_SLICE, LAG_SCALE, LAT_CRI_HIGH, LAT_CRI_LOW, PREEMPT, SLICE, enforce,
+        within,
     };
 }
 
@@ -148,7 +148,6 @@ fn blend_all(base: &TuningKnobs, w: &[f64; NR_EXPERTS]) -> TuningKnobs {
         lat_cri_thresh_high: b(base.lat_cri_thresh_high, Knob::LatCriHigh),
         lat_cri_thresh_low: b(base.lat_cri_thresh_low, Knob::LatCriLow),
         affinity_mode: experts::vote_affinity(w, baseline_affinity) as u64,
-        sojourn_thresh_ns: b(base.sojourn_thresh_ns, Knob::Sojourn),
         ..*base
     }
 }

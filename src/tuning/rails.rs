@@ -44,9 +44,6 @@ pub const BURST_SLICE: Rail = Rail::new(100 * US, 4 * MS);
 /// Classifier score thresholds (BPF's score is wakeups x switches per ~1 ms of runtime).
 pub const LAT_CRI_HIGH: Rail = Rail::new(8, 256);
 pub const LAT_CRI_LOW: Rail = Rail::new(1, 64);
-/// Batch-queue rescue threshold: under 1 ms rescues outrun the tick; over 20 ms batch work
-/// starves visibly.
-pub const SOJOURN: Rail = Rail::new(MS, 20 * MS);
 
 /// Clamps every adaptive knob to its rail and restores the cross-knob invariants BPF relies on:
 /// - `lat_cri_thresh_low < lat_cri_thresh_high`, or the INTERACTIVE tier would be empty and the
@@ -65,7 +62,6 @@ pub fn enforce(mut k: TuningKnobs) -> TuningKnobs {
         .clamp(k.lat_cri_thresh_low)
         .min(k.lat_cri_thresh_high - 1);
     k.affinity_mode = k.affinity_mode.min(2);
-    k.sojourn_thresh_ns = SOJOURN.clamp(k.sojourn_thresh_ns);
     k
 }
 
@@ -81,7 +77,6 @@ pub fn within(k: &TuningKnobs) -> bool {
         && LAT_CRI_LOW.contains(k.lat_cri_thresh_low)
         && k.lat_cri_thresh_low < k.lat_cri_thresh_high
         && k.affinity_mode <= 2
-        && SOJOURN.contains(k.sojourn_thresh_ns)
 }
 
 #[cfg(test)]
@@ -110,7 +105,6 @@ mod tests {
             lat_cri_thresh_high: u64::MAX,
             lat_cri_thresh_low: u64::MAX,
             affinity_mode: u64::MAX,
-            sojourn_thresh_ns: u64::MAX,
             topology_tau_ns: 7,
             codel_eq_ns: 9,
         };

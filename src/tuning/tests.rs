@@ -262,7 +262,6 @@ fn confirmed_fork_storm_compresses_the_knobs_bpf_consumes() {
     let k = out.knobs;
     assert!(k.burst_slice_ns < base.burst_slice_ns, "{k:?}");
     assert!(k.preempt_thresh_ns < base.preempt_thresh_ns);
-    assert!(k.sojourn_thresh_ns < base.sojourn_thresh_ns);
     assert!(k.batch_slice_ns < base.batch_slice_ns);
     assert!(rail::within(&k));
 }
@@ -410,7 +409,6 @@ fn extreme_weight_vectors_land_on_the_rails_before_clamping() {
             && rail::BURST_SLICE.contains(k.burst_slice_ns)
             && rail::LAT_CRI_HIGH.contains(k.lat_cri_thresh_high)
             && rail::LAT_CRI_LOW.contains(k.lat_cri_thresh_low)
-            && rail::SOJOURN.contains(k.sojourn_thresh_ns)
     };
     for e in Expert::ALL {
         let mut wv = [WEIGHT_FLOOR; NR_EXPERTS];
