@@ -8,7 +8,7 @@ use crate::bpf_intf::{
     CODEL_KICK_SHIFT, CODEL_MAX_IMPULSES, CODEL_VCAP_SHIFT, TopoParams, TuningKnobs,
 };
 
-/// The oscillator's state: target `x` (ns, 0 = not yet initialised) and velocity `v` (ns/step).
+/// The oscillator's state: target `x` (ns, 0 = not yet initialised) and velocity `v` (ns/tick).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Oscillator {
     pub x: i64,
@@ -48,7 +48,7 @@ fn shr(v: i64, n: u32) -> i64 {
 }
 
 impl Oscillator {
-    /// One step of the 4 ms periodic timer with `impulses` rescues since the last one (codel_step()).
+    /// One step on CPU 0's tick with `impulses` rescues since the last one (codel_step()).
     pub fn step(&mut self, impulses: u64, k: &TuningKnobs, tp: &TopoParams) {
         let (floor, max) = bounds(tp);
         let eq = equilibrium(k, tp);

@@ -202,7 +202,7 @@ impl<'obj> Scheduler<'obj> {
         (ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64).saturating_sub(since)
     }
 
-    /// The CoDel oscillator (x, v) and the stalled-interval count, from BPF's bss. The BPF timer
+    /// The CoDel oscillator (x, v) and the stalled-interval count, from BPF's bss. CPU 0's tick
     /// writes x and v one after the other, so a read may pair a new x with an old v: fine for
     /// reporting, which is all this is for.
     pub fn codel(&self) -> (Oscillator, u64) {

@@ -5,7 +5,7 @@
  * The stall test is RFC 8289's: a CPU is stalled when even the *shortest* wait (sojourn) of the
  * tasks it started during a whole interval exceeded the target. The target x itself follows
  *     x'' + 2 gamma x' + omega0^2 (x - c_eq) = F(t)
- * discretized with shifts on a 4 ms timer: rescues since the last step push x down (tighter),
+ * discretized with shifts on CPU 0's tick: rescues since the last tick push x down (tighter),
  * the spring pulls it back toward the topology's equilibrium c_eq, and damping with
  * spring_shift = 2 * damping_shift + 2 (gamma = omega0) returns it without ringing.
  */
@@ -13,8 +13,8 @@
 #define __PANDEMONIUM_CODEL_BPF_H
 
 s64 codel_x;		/* current target, ns; 0 = not initialised */
-s64 codel_v;		/* its velocity, ns per step */
-u64 codel_impulses;	/* rescues since the last oscillator step */
+s64 codel_v;		/* its velocity, ns per tick */
+u64 codel_impulses;	/* rescues since CPU 0's last oscillator step */
 u64 nr_codel_stalls;	/* intervals that ended stalled, all CPUs */
 
 struct codel_cpu {
@@ -66,7 +66,7 @@ static __always_inline s64 abs_s64(s64 v)
 	return v < 0 ? -v : v;
 }
 
-/* One oscillator step; the periodic timer is the only writer of x and v. */
+/* One oscillator step; CPU 0's tick is the only writer of x and v. */
 static __always_inline void codel_step(const struct tuning_knobs *k, const struct topo_params *tp)
 {
 	s64 floor = tp->codel_target_floor_ns, max = tp->codel_target_max_ns;

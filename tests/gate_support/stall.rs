@@ -74,12 +74,19 @@ pub fn layer_latency() {
         us(eevdf_b.p99_ns),
         pand.p99_ns as f64 / eevdf_p99.max(1) as f64
     );
+    let d = |f: fn(&scx_pandemonium::bpf_intf::Stats) -> u64| f(&after) - f(&before);
     eprintln!(
         "gate latency: while measuring: {} tick preemptions, {} wakeup preemptions, {} rescues; \
+         wakeups {}: {} to an idle CPU, {} queued shared, {} per-CPU, {} pinned; \
          probe profile {profile:?}; knobs {knobs:?}",
-        after.nr_preempt - before.nr_preempt,
-        after.nr_hard_kicks - before.nr_hard_kicks,
-        after.nr_overflow_rescue - before.nr_overflow_rescue,
+        d(|s| s.nr_preempt),
+        d(|s| s.nr_hard_kicks),
+        d(|s| s.nr_overflow_rescue),
+        d(|s| s.nr_enq_wakeup),
+        d(|s| s.nr_idle_hits + s.nr_soft_kicks),
+        d(|s| s.nr_shared),
+        d(|s| s.nr_pcpu),
+        d(|s| s.nr_pinned),
     );
     assert!(pand.count > 100, "too few probe samples: {}", pand.count);
     // Under single-threaded TCG every vCPU waits its turn in QEMU's round-robin, which sets a
