@@ -62,14 +62,17 @@ static __always_inline bool aged(u64 since, u64 now, u64 thresh)
 /*
  * Serves the older of the two overflow DSQs of @node once it is older than @thresh, and the other
  * one too when both are: serving only the older side let long-runners starve behind a stream of
- * interactive tasks at 2 CPUs in the upstream design.
+ * interactive tasks at 2 CPUs in the upstream design. The batch DSQ is aged only @batch_grace
+ * later: its head waits a whole batch slice in the ordinary rotation, and with the rescue age
+ * below that slice every dispatch found it "aged" and ran a busy loop ahead of a preempted or
+ * just-woken interactive task, which then waited for the tick (10-13 ms per launch in the VM).
  */
-static __always_inline bool service_aged_overflow(s32 cpu, u32 node, u64 thresh)
+static __always_inline bool service_aged_overflow(s32 cpu, u32 node, u64 thresh, u64 batch_grace)
 {
 	u32 n = node & (MAX_NODES - 1);
 	u64 now = bpf_ktime_get_ns();
 	u64 ni = node_dsq_since[n], nb = batch_dsq_since[n];
-	bool ai = aged(ni, now, thresh), ab = aged(nb, now, thresh);
+	bool ai = aged(ni, now, thresh), ab = aged(nb, now, thresh + batch_grace);
 	bool served = false;
 
 	if (!ai && !ab)
@@ -112,6 +115,7 @@ static __always_inline bool drain_offline(void)
 static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev)
 {
 	struct topo_params *tp = topo();
+	struct tuning_knobs *k = knobs();
 	u32 node = cpu_node(cpu), i;
 	s32 victim;
 
@@ -119,7 +123,7 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 		return false;
 
 	/* Safety net first: the hard starvation cap cannot be gated by anything below. */
-	if (service_aged_overflow(cpu, node, tp->starvation_rescue_ns)) {
+	if (service_aged_overflow(cpu, node, tp->starvation_rescue_ns, 0)) {
 		STAT_INC(nr_starvation_rescue);
 		cpu_ctx(cpu)->owe_local = 1;
 		return true;
@@ -136,7 +140,7 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 		if (scx_bpf_dsq_move_to_local(cpu, 0))
 			return true;
 	}
-	if (service_aged_overflow(cpu, node, tp->overflow_rescue_ns)) {
+	if (k && service_aged_overflow(cpu, node, tp->overflow_rescue_ns, k->batch_slice_ns)) {
 		STAT_INC(nr_overflow_rescue);
 		codel_note_rescue();
 		cpu_ctx(cpu)->owe_local = 1;
@@ -148,7 +152,7 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 	 */
 	if (codel_cpu(cpu)->stalled) {
 		codel_cpu(cpu)->stalled = 0;
-		if (service_aged_overflow(cpu, node, 1)) {
+		if (service_aged_overflow(cpu, node, 1, k ? k->batch_slice_ns : 0)) {
 			STAT_INC(nr_overflow_rescue);
 			codel_note_rescue();
 			cpu_ctx(cpu)->owe_local = 1;

@@ -38,6 +38,28 @@ static __always_inline s32 wake_sync_target(struct task_struct *p, u64 wake_flag
 	return cpu;
 }
 
+/*
+ * The waker is about to give its CPU up and @p is what it waits for: a vfork() child (its parent
+ * blocks until the child execs or exits) or the parent an exiting task wakes (waitpid, a thread's
+ * join). @p takes that CPU's local DSQ and runs the moment the waker leaves: no IPI, no
+ * preemption, no queue. Elsewhere it queued behind busy loops or waited for a remote CPU to take
+ * the preemption IPI, and a program launch under load took 1.3-1.5x EEVDF's time (perf sched:
+ * the new child's first run waited 8 ms on average, EEVDF's 0.7 ms). Only into an empty local
+ * DSQ, so an exit waking many tasks does not stack them on one CPU.
+ */
+static __always_inline s32 handoff_cpu(struct task_struct *p, u64 wake_flags)
+{
+	struct task_struct *waker = bpf_get_current_task_btf();
+	s32 cpu = bpf_get_smp_processor_id();
+
+	if (!((wake_flags & SCX_WAKE_FORK) && p->vfork_done) && !(waker->flags & PF_EXITING))
+		return -1;
+	if (!cpu_is_online(cpu) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
+	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0)
+		return -1;
+	return cpu;
+}
+
 s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
@@ -49,6 +71,12 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 	if (!tctx || !k || !tp)
 		return prev_cpu;
 
+	cpu = handoff_cpu(p, wake_flags);
+	if (cpu >= 0) {
+		task_vtime(p, tctx, SCX_ENQ_WAKEUP, k, tp);
+		insert_local(p, tctx, cpu, task_slice(tctx, k), 0);
+		return cpu;
+	}
 	tctx->sync_wake = (wake_flags & SCX_WAKE_SYNC) &&
 			  !(bpf_get_current_task_btf()->flags & PF_EXITING);
 	cpu = wake_sync_target(p, wake_flags, tp);
