@@ -5,6 +5,7 @@
 pub mod adaptive;
 pub mod bpf_intf;
 pub mod bpf_skel;
+pub mod checkout;
 pub mod cli;
 pub mod codel;
 pub mod compositor;

@@ -110,14 +110,17 @@ fn unknown_option_is_a_usage_error() {
     assert_no_panic(&o);
 }
 
-/// On the hosts of this project the kernel has no sched_ext: the binary must say so and point at
-/// the VM. On a sched_ext host this case cannot be produced, and the gate covers the rest.
+/// On the hosts of this project the kernel has no sched_ext: the binary must say so and name the
+/// kernel option. Built in this checkout, it also points at the project's VM. On a sched_ext
+/// host this case cannot be produced, and the gate covers the rest.
 #[test]
 fn kernel_without_sched_ext_is_refused_clearly() {
     if Path::new("/sys/kernel/sched_ext").exists() {
         eprintln!("this host has sched_ext; the refusal is covered by unit tests and the VM gate");
         return;
     }
+    let exe = Path::new(env!("CARGO_BIN_EXE_scx_pandemonium"));
+    let in_checkout = scx_pandemonium::checkout::containing(exe).is_some();
     for uid in [None, Some(65534u32)] {
         let mut cmd = bin();
         // SAFETY: geteuid has no preconditions.
@@ -128,9 +131,29 @@ fn kernel_without_sched_ext_is_refused_clearly() {
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
         let t = text(&o);
         assert!(t.contains("no sched_ext support"), "{t}");
-        assert!(t.contains("pandemonium.py vm"), "{t}");
+        assert!(t.contains("CONFIG_SCHED_CLASS_EXT=y"), "{t}");
+        assert_eq!(t.contains("./pandemonium.py vm"), in_checkout, "{t}");
         assert_no_panic(&o);
     }
+}
+
+/// The same binary outside any checkout, as an installed one: no pointer at a script the user
+/// does not have.
+#[test]
+fn an_installed_binary_does_not_mention_the_vm() {
+    if Path::new("/sys/kernel/sched_ext").exists() {
+        eprintln!("this host has sched_ext; the message choice is covered by unit tests");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("scx_pandemonium");
+    std::fs::copy(env!("CARGO_BIN_EXE_scx_pandemonium"), &copy).unwrap();
+    let o = Command::new(&copy).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("CONFIG_SCHED_CLASS_EXT=y"), "{t}");
+    assert!(!t.contains("pandemonium.py"), "{t}");
+    assert_no_panic(&o);
 }
 
 /// Runs the binary with `args`, which must be rejected: the given exit status (2: clap usage
