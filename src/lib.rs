@@ -18,6 +18,7 @@ pub mod layout;
 pub mod log;
 pub mod preflight;
 pub mod procdb;
+pub mod refused;
 pub mod regime;
 pub mod scheduler;
 pub mod stats;

@@ -5,6 +5,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use scx_pandemonium::adaptive::Controller;
 use scx_pandemonium::cli::{probe, stress};
+use scx_pandemonium::refused::Refused;
 use scx_pandemonium::scheduler::{Options, Scheduler};
 use scx_pandemonium::watchdog::{self, Watchdog};
 use scx_pandemonium::{compositor, info, preflight, stats, version};
@@ -50,6 +51,9 @@ struct Cli {
     #[arg(long)]
     help_stats: bool,
 
+    #[command(flatten)]
+    refused: Refused,
+
     #[command(subcommand)]
     tool: Option<Tool>,
 }
@@ -63,8 +67,15 @@ enum Tool {
     Stress(stress::StressArgs),
 }
 
+/// A usage error: systemd's unit does not retry it (RestartPreventExitStatus=2).
+const USAGE_ERROR: u8 = 2;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(msg) = cli.refused.message() {
+        eprintln!("scx_pandemonium: error: {msg}");
+        return ExitCode::from(USAGE_ERROR);
+    }
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -152,5 +163,27 @@ fn run_loop(
         }
         info!("detached; the kernel's default scheduler is back in charge");
         return Ok(());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Clap checks its definition (duplicate short flags across the flattened groups, conflicts
+    /// naming unknown ids) only in debug_assert, which a release test build skips.
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn foreign_flags_are_collected_not_rejected_by_clap() {
+        let cli = Cli::try_parse_from(["scx_pandemonium", "-k", "-s", "5000", "-v"]).unwrap();
+        assert!(cli.verbose);
+        let msg = cli.refused.message().unwrap();
+        assert!(msg.contains("-s/--slice-us"), "{msg}");
+        assert!(msg.contains("-k/--local-kthreads"), "{msg}");
     }
 }

@@ -41,6 +41,52 @@ fn help_lists_the_options() {
     }
 }
 
+/// Flags of other scx schedulers (here scx_loader's bpfland and lavd modes) end in a message
+/// saying what to do, with the usage-error status systemd does not retry.
+#[test]
+fn flags_of_other_scx_schedulers_are_refused_with_advice() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["-s", "20000", "-m", "powersave", "-I", "100", "-t", "100"],
+            &[
+                "-s/--slice-us",
+                "-m/--primary-domain",
+                "-I/--idle-resume-us",
+                "-t/--throttle-us",
+            ],
+        ),
+        (
+            &["-s", "20000", "-S"],
+            &["-s/--slice-us is a flag", "-S/--sticky-tasks is a flag"],
+        ),
+        (
+            &["-m", "performance", "-w"],
+            &[
+                "-m/--primary-domain is a flag of other scx schedulers",
+                "-w/--no-wake-sync",
+            ],
+        ),
+        (
+            &["--performance", "--slice-min-us", "3000"],
+            &[
+                "--slice-min-us is a flag",
+                "--no-adaptive",
+                "--performance is a flag",
+            ],
+        ),
+        (&["-v", "-k"], &["-k/--local-kthreads", "SCX_FLAGS"]),
+    ];
+    for (args, needles) in cases {
+        let o = bin().args(*args).output().unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}:\n{t}");
+        for needle in *needles {
+            assert!(t.contains(needle), "{args:?}: no {needle:?} in:\n{t}");
+        }
+        assert_no_panic(&o);
+    }
+}
+
 #[test]
 fn version_names_git_target_and_bpf_build() {
     let o = bin().arg("--version").output().unwrap();
