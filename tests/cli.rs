@@ -36,9 +36,43 @@ fn help_lists_the_options() {
         "--stats",
         "--monitor",
         "--help-stats",
+        "-d, --debug",
+        "--exit-dump-len <LEN>",
+        "Libbpf Options:",
+        "--relaxed-maps",
+        "--pin-root-path",
+        "--kconfig",
+        "--btf-custom-path",
+        "--bpf-token-path",
     ] {
         assert!(t.contains(opt), "--help lacks {opt}:\n{t}");
     }
+    // The benchmark tools and the refused flags of other schedulers work but are not advertised.
+    for hidden in [
+        "probe",
+        "stress",
+        "Commands:",
+        "--slice-us",
+        "--primary-domain",
+    ] {
+        assert!(!t.contains(hidden), "--help shows {hidden}:\n{t}");
+    }
+}
+
+/// Hidden from --help, the tools stay reachable: the benchmark driver and the gate call them.
+#[test]
+fn hidden_tools_still_run() {
+    for tool in ["probe", "stress"] {
+        let o = bin().args([tool, "--help"]).output().unwrap();
+        assert!(o.status.success(), "{tool} --help: {}", text(&o));
+        assert!(text(&o).contains("--duration-s"), "{}", text(&o));
+    }
+    let o = bin()
+        .args(["probe", "--duration-s", "0.05", "--period-us", "1000"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with(r#"{"tool":"probe""#));
 }
 
 /// Flags of other scx schedulers (here scx_loader's bpfland and lavd modes) end in a message
@@ -85,6 +119,15 @@ fn flags_of_other_scx_schedulers_are_refused_with_advice() {
         }
         assert_no_panic(&o);
     }
+}
+
+#[test]
+fn an_unreadable_kconfig_is_refused_before_anything_loads() {
+    assert_rejected(
+        &["--kconfig", "/nonexistent/kconfig"],
+        1,
+        "--kconfig /nonexistent/kconfig",
+    );
 }
 
 #[test]
@@ -352,6 +395,9 @@ fn bad_stats_intervals_are_usage_errors() {
         &["--stats", "abc"],
         &["--monitor", "1", "--stats", "1"],
         &["--monitor", "1", "--no-adaptive"],
+        &["--monitor", "1", "-d"],
+        &["--monitor", "1", "--exit-dump-len", "4096"],
+        &["--exit-dump-len", "-1"],
     ] {
         let o = bin().args(args).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
