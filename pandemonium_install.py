@@ -21,10 +21,13 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandemonium_coexist as coexist
 from pandemonium_common import (
     BINARY_NAME,
     PROJECT_ROOT,
+    SYSTEMD_UNIT_DIRS,
     PandemoniumError,
+    binary_version,
     cargo_target_dir,
     log,
     sched_ext_state,
@@ -41,9 +44,6 @@ DEFAULT_TEMPLATE = SYSTEMD_DIR / "pandemonium.default"
 # The literal paths in the templates that install rewrites.
 TEMPLATE_BINARY = "/usr/local/bin/scx_pandemonium"
 TEMPLATE_ENV_FILE = "/etc/default/pandemonium"
-# Where systemd looks for unit files of the local administrator and the distribution.
-SYSTEMD_UNIT_DIRS = ("/etc/systemd/system", "/usr/local/lib/systemd/system",
-                     "/usr/lib/systemd/system", "/lib/systemd/system")
 SYSTEMD_RUNNING_DIR = "/run/systemd/system"
 
 
@@ -199,8 +199,11 @@ class Action:
 
 
 def install_files(layout: Layout, binary: Path, *, euid: int | None = None,
-                  manage_systemd: bool | None = None) -> list[Action]:
-    """Copies the binary, the unit and (when absent) the environment file. Idempotent."""
+                  manage_systemd: bool | None = None,
+                  system_root: str | None = None) -> list[Action]:
+    """Copies the binary, the unit and (when absent) the environment file. Idempotent.
+    Installing into the running system (or with `system_root`, a fake one's root) also reports
+    other scx_pandemonium binaries and which one each unit starts."""
     _need_root(layout, "install", euid)
     binary = Path(binary)
     if not binary.is_file():
@@ -222,6 +225,8 @@ def install_files(layout: Layout, binary: Path, *, euid: int | None = None,
     for action in actions:
         log.info("%s", action)
 
+    if layout.live or system_root is not None:
+        _report_coexistence(layout, system_root or "")
     if manage_systemd is None:
         manage_systemd = layout.live
     if layout.live and layout.unitdir is None and \
@@ -236,6 +241,15 @@ def install_files(layout: Layout, binary: Path, *, euid: int | None = None,
         else:
             log.info("start it now and at boot: systemctl enable --now %s", SERVICE)
     return actions
+
+
+def _report_coexistence(layout: Layout, root: str) -> None:
+    warnings, info = coexist.report(layout.staged(layout.binary), layout.staged(layout.unit),
+                                    root=root)
+    for line in info:
+        log.info("%s", line)
+    for line in warnings:
+        log.warning("%s", line)
 
 
 def uninstall_files(layout: Layout, *, purge: bool = False, euid: int | None = None,
@@ -291,17 +305,6 @@ class Status:
     ours_attached: bool = False
     service: str = "systemd not running"
     notes: list[str] = field(default_factory=list)
-
-
-def binary_version(binary: str | os.PathLike) -> str | None:
-    """`scx_pandemonium --version` (all lines), or None if it does not run."""
-    try:
-        proc = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
-                              timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    out = proc.stdout.strip()
-    return out if proc.returncode == 0 and out else None
 
 
 def collect_status(layout: Layout | None = None, *, sysfs_root: str | os.PathLike = "/sys",
@@ -474,8 +477,11 @@ def add_install_parser(sub: argparse._SubParsersAction) -> None:
                     "  SYSCONFDIR/default/pandemonium                 (0644, only if absent: it "
                     "is configuration)\n"
                     "Installing into the running system needs root and reloads systemd; it never\n"
-                    "enables or starts the service. With --destdir the files are staged below DIR\n"
-                    "instead, without root. Running it again changes nothing.",
+                    "enables or starts the service. It warns about any other scx_pandemonium on\n"
+                    "PATH or systemd's PATH (e.g. the published one in /usr/bin) and lists which\n"
+                    "binary pandemonium.service, scx.service and scx_loader would start. With\n"
+                    "--destdir the files are staged below DIR instead, without root and without\n"
+                    "those checks. Running it again changes nothing.",
         epilog="examples:\n"
                "  sudo ./pandemonium.py install\n"
                "  ./pandemonium.py install --destdir /tmp/stage --prefix /usr    # packagers\n"
