@@ -21,6 +21,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandemonium_attached as attached
 import pandemonium_coexist as coexist
 from pandemonium_common import (
     BINARY_NAME,
@@ -303,13 +304,16 @@ class Status:
     sched_ext: str = "missing"          # missing / disabled / enabled / enabling / disabling
     ops: str | None = None
     ours_attached: bool = False
+    # When ours_attached: the scx_pandemonium processes found (pandemonium_attached.Attached).
+    attached: list[dict] = field(default_factory=list)
     service: str = "systemd not running"
     notes: list[str] = field(default_factory=list)
 
 
 def collect_status(layout: Layout | None = None, *, sysfs_root: str | os.PathLike = "/sys",
                    build_binary: Path | None = None,
-                   systemd_run_dir: str = SYSTEMD_RUNNING_DIR) -> Status:
+                   systemd_run_dir: str = SYSTEMD_RUNNING_DIR,
+                   proc_root: str | os.PathLike = "/proc") -> Status:
     layout = layout or Layout()
     st = Status(kernel=platform.release())
 
@@ -335,6 +339,10 @@ def collect_status(layout: Layout | None = None, *, sysfs_root: str | os.PathLik
     if sx is not None:
         st.sched_ext, st.ops = sx.state, sx.ops
         st.ours_attached = sx.attached and (sx.ops or "").startswith("pandemonium")
+    if st.ours_attached:
+        # The published scx_pandemonium attaches under the same ops name: only the process says
+        # which binary it is.
+        st.attached = [a.as_dict() for a in attached.find(proc_root)]
 
     systemctl = shutil.which("systemctl")
     if systemctl and os.path.isdir(systemd_run_dir):
@@ -379,14 +387,20 @@ def format_status(st: Status, layout: Layout | None = None) -> str:
          else f"no (not in {layout.staged(layout.binary).parent}; ./pandemonium.py install)"),
         ("unit", st.unit or f"not installed ({layout.staged(layout.unit)})"),
         ("sched_ext", describe_sched_ext(st)),
-        ("service", f"{SERVICE}: {st.service}"),
     ]
+    notes = list(st.notes)
+    if st.ours_attached:
+        found = [attached.Attached(**a) for a in st.attached]
+        lines, attached_notes = attached.describe(found, st.installed)
+        rows.append(("attached", "\n".join(lines)))
+        notes += attached_notes
+    rows.append(("service", f"{SERVICE}: {st.service}"))
     lines = ["scx_pandemonium status"]
     for key, value in rows:
         first_line, *rest = value.split("\n")
         lines.append(f"  {key + ':':11} {first_line}")
         lines += [f"  {'':11} {more}" for more in rest]
-    lines += [f"  note:       {n}" for n in st.notes]
+    lines += [f"  note:       {n}" for n in notes]
     if st.build and st.installed and st.build_version and st.installed_version \
             and first(st.build_version) != first(st.installed_version):
         lines.append("  note:       the installed binary differs from the build: "
@@ -539,7 +553,8 @@ def add_status_parser(sub: argparse._SubParsersAction) -> None:
         description="Report whether the scheduler is built ($CARGO_TARGET_DIR honored) and\n"
                     "installed and which version each is (scx_pandemonium --version), whether\n"
                     "this kernel has sched_ext and which scheduler is attached (from\n"
-                    "/sys/kernel/sched_ext/state and root/ops), and the systemd service state.\n"
+                    "/sys/kernel/sched_ext/state and root/ops; for pandemonium also the process,\n"
+                    "its binary and that binary's --version), and the systemd service state.\n"
                     "Needs no root; always exits 0.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_layout_args(p)
