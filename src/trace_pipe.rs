@@ -41,19 +41,22 @@ pub fn open(sysfs: &Path) -> Result<(PathBuf, File)> {
 }
 
 /// Copies `pipe` to `out` line by line, each line prefixed, until end of file or an error.
+/// Each line goes out in one write: on unlocked stderr that takes the lock per line, so the
+/// scheduler's own messages are neither cut into a trace line nor held up while the pipe is
+/// quiet (reading it blocks).
 pub fn copy_lines(pipe: impl Read, mut out: impl Write) -> Result<()> {
     let mut reader = BufReader::new(pipe);
     let mut line = Vec::new();
     loop {
         line.clear();
+        line.extend_from_slice(PREFIX.as_bytes());
         if reader.read_until(b'\n', &mut line)? == 0 {
             return Ok(());
         }
-        out.write_all(PREFIX.as_bytes())?;
-        out.write_all(&line)?;
         if !line.ends_with(b"\n") {
-            out.write_all(b"\n")?;
+            line.push(b'\n');
         }
+        out.write_all(&line)?;
         // The journal and a terminal should see each line as it comes, not in batches.
         out.flush()?;
     }
@@ -67,7 +70,7 @@ pub fn spawn(sysfs: &Path) -> Result<PathBuf> {
     std::thread::Builder::new()
         .name("trace_pipe".into())
         .spawn(move || {
-            if let Err(e) = copy_lines(file, std::io::stderr().lock()) {
+            if let Err(e) = copy_lines(file, std::io::stderr()) {
                 crate::warn!("reading {}: {e:#}", shown.display());
             }
         })
@@ -122,6 +125,31 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "trace:   sh-1 [000] d..1 1.0: bpf_trace_printk: one\ntrace: second\ntrace: third\n"
+        );
+    }
+
+    /// Records every write and flush, as stderr would take its lock for each.
+    #[derive(Default)]
+    struct Calls(Vec<String>);
+
+    impl Write for Calls {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.push(String::from_utf8_lossy(buf).into_owned());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            self.0.push("<flush>".into());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn each_line_is_one_write_then_a_flush() {
+        let mut calls = Calls::default();
+        copy_lines(&b"one\ntwo"[..], &mut calls).unwrap();
+        assert_eq!(
+            calls.0,
+            ["trace: one\n", "<flush>", "trace: two\n", "<flush>"]
         );
     }
 
