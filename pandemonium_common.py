@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import NoReturn
 
 PROJECT_ROOT = Path(__file__).resolve().parent
 BINARY_NAME = "scx_pandemonium"
+# Where systemd looks for unit files of the local administrator and the distribution.
+SYSTEMD_UNIT_DIRS = ("/etc/systemd/system", "/usr/local/lib/systemd/system",
+                     "/usr/lib/systemd/system", "/lib/systemd/system")
 
 log = logging.getLogger("pandemonium")
 
@@ -72,6 +76,17 @@ def cargo_target_dir() -> Path:
 
 def scheduler_binary(profile: str = "release") -> Path:
     return cargo_target_dir() / profile / BINARY_NAME
+
+
+def binary_version(binary: str | os.PathLike) -> str | None:
+    """`scx_pandemonium --version` (all lines), or None if it does not run."""
+    try:
+        proc = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
+                              timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = proc.stdout.strip()
+    return out if proc.returncode == 0 and out else None
 
 
 # -- sched_ext detection (shared by status, benchmarks and the gate tools) ----------

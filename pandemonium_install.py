@@ -21,10 +21,14 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandemonium_attached as attached
+import pandemonium_coexist as coexist
 from pandemonium_common import (
     BINARY_NAME,
     PROJECT_ROOT,
+    SYSTEMD_UNIT_DIRS,
     PandemoniumError,
+    binary_version,
     cargo_target_dir,
     log,
     sched_ext_state,
@@ -41,9 +45,6 @@ DEFAULT_TEMPLATE = SYSTEMD_DIR / "pandemonium.default"
 # The literal paths in the templates that install rewrites.
 TEMPLATE_BINARY = "/usr/local/bin/scx_pandemonium"
 TEMPLATE_ENV_FILE = "/etc/default/pandemonium"
-# Where systemd looks for unit files of the local administrator and the distribution.
-SYSTEMD_UNIT_DIRS = ("/etc/systemd/system", "/usr/local/lib/systemd/system",
-                     "/usr/lib/systemd/system", "/lib/systemd/system")
 SYSTEMD_RUNNING_DIR = "/run/systemd/system"
 
 
@@ -199,8 +200,11 @@ class Action:
 
 
 def install_files(layout: Layout, binary: Path, *, euid: int | None = None,
-                  manage_systemd: bool | None = None) -> list[Action]:
-    """Copies the binary, the unit and (when absent) the environment file. Idempotent."""
+                  manage_systemd: bool | None = None,
+                  system_root: str | None = None) -> list[Action]:
+    """Copies the binary, the unit and (when absent) the environment file. Idempotent.
+    Installing into the running system (or with `system_root`, a fake one's root) also reports
+    other scx_pandemonium binaries and which one each unit starts."""
     _need_root(layout, "install", euid)
     binary = Path(binary)
     if not binary.is_file():
@@ -222,6 +226,8 @@ def install_files(layout: Layout, binary: Path, *, euid: int | None = None,
     for action in actions:
         log.info("%s", action)
 
+    if layout.live or system_root is not None:
+        _report_coexistence(layout, system_root or "")
     if manage_systemd is None:
         manage_systemd = layout.live
     if layout.live and layout.unitdir is None and \
@@ -236,6 +242,15 @@ def install_files(layout: Layout, binary: Path, *, euid: int | None = None,
         else:
             log.info("start it now and at boot: systemctl enable --now %s", SERVICE)
     return actions
+
+
+def _report_coexistence(layout: Layout, root: str) -> None:
+    warnings, info = coexist.report(layout.staged(layout.binary), layout.staged(layout.unit),
+                                    root=root)
+    for line in info:
+        log.info("%s", line)
+    for line in warnings:
+        log.warning("%s", line)
 
 
 def uninstall_files(layout: Layout, *, purge: bool = False, euid: int | None = None,
@@ -289,24 +304,16 @@ class Status:
     sched_ext: str = "missing"          # missing / disabled / enabled / enabling / disabling
     ops: str | None = None
     ours_attached: bool = False
+    # When ours_attached: the scx_pandemonium processes found (pandemonium_attached.Attached).
+    attached: list[dict] = field(default_factory=list)
     service: str = "systemd not running"
     notes: list[str] = field(default_factory=list)
 
 
-def binary_version(binary: str | os.PathLike) -> str | None:
-    """`scx_pandemonium --version` (all lines), or None if it does not run."""
-    try:
-        proc = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
-                              timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    out = proc.stdout.strip()
-    return out if proc.returncode == 0 and out else None
-
-
 def collect_status(layout: Layout | None = None, *, sysfs_root: str | os.PathLike = "/sys",
                    build_binary: Path | None = None,
-                   systemd_run_dir: str = SYSTEMD_RUNNING_DIR) -> Status:
+                   systemd_run_dir: str = SYSTEMD_RUNNING_DIR,
+                   proc_root: str | os.PathLike = "/proc") -> Status:
     layout = layout or Layout()
     st = Status(kernel=platform.release())
 
@@ -332,6 +339,10 @@ def collect_status(layout: Layout | None = None, *, sysfs_root: str | os.PathLik
     if sx is not None:
         st.sched_ext, st.ops = sx.state, sx.ops
         st.ours_attached = sx.attached and (sx.ops or "").startswith("pandemonium")
+    if st.ours_attached:
+        # The published scx_pandemonium attaches under the same ops name: only the process says
+        # which binary it is.
+        st.attached = [a.as_dict() for a in attached.find(proc_root)]
 
     systemctl = shutil.which("systemctl")
     if systemctl and os.path.isdir(systemd_run_dir):
@@ -376,14 +387,20 @@ def format_status(st: Status, layout: Layout | None = None) -> str:
          else f"no (not in {layout.staged(layout.binary).parent}; ./pandemonium.py install)"),
         ("unit", st.unit or f"not installed ({layout.staged(layout.unit)})"),
         ("sched_ext", describe_sched_ext(st)),
-        ("service", f"{SERVICE}: {st.service}"),
     ]
+    notes = list(st.notes)
+    if st.ours_attached:
+        found = [attached.Attached(**a) for a in st.attached]
+        lines, attached_notes = attached.describe(found, st.installed)
+        rows.append(("attached", "\n".join(lines)))
+        notes += attached_notes
+    rows.append(("service", f"{SERVICE}: {st.service}"))
     lines = ["scx_pandemonium status"]
     for key, value in rows:
         first_line, *rest = value.split("\n")
         lines.append(f"  {key + ':':11} {first_line}")
         lines += [f"  {'':11} {more}" for more in rest]
-    lines += [f"  note:       {n}" for n in st.notes]
+    lines += [f"  note:       {n}" for n in notes]
     if st.build and st.installed and st.build_version and st.installed_version \
             and first(st.build_version) != first(st.installed_version):
         lines.append("  note:       the installed binary differs from the build: "
@@ -474,8 +491,11 @@ def add_install_parser(sub: argparse._SubParsersAction) -> None:
                     "  SYSCONFDIR/default/pandemonium                 (0644, only if absent: it "
                     "is configuration)\n"
                     "Installing into the running system needs root and reloads systemd; it never\n"
-                    "enables or starts the service. With --destdir the files are staged below DIR\n"
-                    "instead, without root. Running it again changes nothing.",
+                    "enables or starts the service. It warns about any other scx_pandemonium on\n"
+                    "PATH or systemd's PATH (e.g. the published one in /usr/bin) and lists which\n"
+                    "binary pandemonium.service, scx.service and scx_loader would start. With\n"
+                    "--destdir the files are staged below DIR instead, without root and without\n"
+                    "those checks. Running it again changes nothing.",
         epilog="examples:\n"
                "  sudo ./pandemonium.py install\n"
                "  ./pandemonium.py install --destdir /tmp/stage --prefix /usr    # packagers\n"
@@ -533,7 +553,8 @@ def add_status_parser(sub: argparse._SubParsersAction) -> None:
         description="Report whether the scheduler is built ($CARGO_TARGET_DIR honored) and\n"
                     "installed and which version each is (scx_pandemonium --version), whether\n"
                     "this kernel has sched_ext and which scheduler is attached (from\n"
-                    "/sys/kernel/sched_ext/state and root/ops), and the systemd service state.\n"
+                    "/sys/kernel/sched_ext/state and root/ops; for pandemonium also the process,\n"
+                    "its binary and that binary's --version), and the systemd service state.\n"
                     "Needs no root; always exits 0.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_layout_args(p)

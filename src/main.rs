@@ -5,10 +5,13 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use scx_pandemonium::adaptive::Controller;
 use scx_pandemonium::cli::{probe, stress};
+use scx_pandemonium::refused::Refused;
 use scx_pandemonium::scheduler::{Options, Scheduler};
 use scx_pandemonium::watchdog::{self, Watchdog};
-use scx_pandemonium::{compositor, info, preflight, stats, version};
+use scx_pandemonium::{compositor, info, libbpf_opts, preflight, stats, trace_pipe, version};
+use scx_utils::libbpf_clap_opts::LibbpfOpts;
 use std::mem::MaybeUninit;
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,28 +46,57 @@ struct Cli {
     /// Do not load a scheduler: print the statistics of the scx_pandemonium already running,
     /// every SECS seconds, until Ctrl-C.
     #[arg(long, value_name = "SECS", value_parser = stats::parse_interval,
-          conflicts_with_all = ["stats", "no_adaptive", "compositors", "verbose"])]
+          conflicts_with_all = ["stats", "no_adaptive", "compositors", "verbose", "debug",
+                                "exit_dump_len", "relaxed_maps", "pin_root_path", "kconfig",
+                                "btf_custom_path", "bpf_token_path"])]
     monitor: Option<f64>,
 
     /// Describe every statistics field (--stats, --monitor) and exit.
     #[arg(long)]
     help_stats: bool,
 
+    /// Copy the kernel's trace pipe (bpf_printk output, enabled trace events) to stderr while
+    /// the scheduler runs, each line prefixed "trace: ". Reads /sys/kernel/tracing/trace_pipe,
+    /// else /sys/kernel/debug/tracing/trace_pipe; reading it consumes it.
+    #[arg(short, long)]
+    debug: bool,
+
+    /// Size in bytes of the kernel's debug dump (CPU and task state) printed when the
+    /// scheduler exits on an error; 0 keeps the kernel's default.
+    #[arg(long, value_name = "LEN", default_value_t = 0)]
+    exit_dump_len: u32,
+
+    #[command(flatten, next_help_heading = "Libbpf Options")]
+    libbpf: LibbpfOpts,
+
+    #[command(flatten)]
+    refused: Refused,
+
     #[command(subcommand)]
     tool: Option<Tool>,
 }
 
-/// Measurement tools used by the benchmarks; they need neither root nor sched_ext.
+/// Measurement tools for the benchmarks and the gate; they need neither root nor sched_ext.
+/// Hidden from --help: they are not part of running the scheduler.
 #[derive(Subcommand, Debug)]
 enum Tool {
     /// Interactive wakeup probe: lateness of absolute-deadline sleeps, as JSON.
+    #[command(hide = true)]
     Probe(probe::ProbeArgs),
     /// CPU load generator: busy, pinned, long-running or duty-cycled workers.
+    #[command(hide = true)]
     Stress(stress::StressArgs),
 }
 
+/// A usage error: systemd's unit does not retry it (RestartPreventExitStatus=2).
+const USAGE_ERROR: u8 = 2;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(msg) = cli.refused.message() {
+        eprintln!("scx_pandemonium: error: {msg}");
+        return ExitCode::from(USAGE_ERROR);
+    }
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -87,7 +119,12 @@ fn run(cli: &Cli) -> Result<()> {
     if let Some(secs) = cli.monitor {
         return stats::monitor(secs);
     }
+    let open_opts = libbpf_opts::open_opts(&cli.libbpf)?;
     preflight::check(&preflight::System::live())?;
+    if cli.debug {
+        let path = trace_pipe::spawn(Path::new("/sys"))?;
+        info!("copying {} to stderr (-d)", path.display());
+    }
 
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();
@@ -100,6 +137,8 @@ fn run(cli: &Cli) -> Result<()> {
 
     let opts = Options {
         compositors: cli.compositors.clone(),
+        exit_dump_len: cli.exit_dump_len,
+        open_opts,
     };
     info!(
         "starting ({} mode)",
@@ -152,5 +191,72 @@ fn run_loop(
         }
         info!("detached; the kernel's default scheduler is back in charge");
         return Ok(());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Clap checks its definition (duplicate short flags across the flattened groups, conflicts
+    /// naming unknown ids) only in debug_assert, which a release test build skips.
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn tools_parse_but_are_hidden_from_help() {
+        let cli = Cli::try_parse_from(["scx_pandemonium", "probe", "--duration-s", "1"]).unwrap();
+        assert!(matches!(cli.tool, Some(Tool::Probe(_))));
+        let cli = Cli::try_parse_from(["scx_pandemonium", "stress", "--workers", "2"]).unwrap();
+        assert!(matches!(cli.tool, Some(Tool::Stress(_))));
+        let help = Cli::command().render_long_help().to_string();
+        assert!(!help.contains("probe"), "{help}");
+        assert!(!help.contains("stress"), "{help}");
+    }
+
+    #[test]
+    fn scx_flags_we_share_with_bpfland_parse() {
+        let cli = Cli::try_parse_from([
+            "scx_pandemonium",
+            "-d",
+            "--exit-dump-len",
+            "65536",
+            "--relaxed-maps",
+            "true",
+            "--pin-root-path",
+            "/sys/fs/bpf/x",
+        ])
+        .unwrap();
+        assert!(cli.debug);
+        assert_eq!(cli.exit_dump_len, 65536);
+        assert_eq!(cli.libbpf.relaxed_maps, Some(true));
+        assert_eq!(cli.libbpf.pin_root_path.as_deref(), Some("/sys/fs/bpf/x"));
+        assert!(cli.refused.found.is_empty());
+    }
+
+    #[test]
+    fn monitor_refuses_options_that_only_a_loaded_scheduler_uses() {
+        for extra in [&["-d"][..], &["--exit-dump-len", "1"], &["--kconfig", "/k"]] {
+            let mut args = vec!["scx_pandemonium", "--monitor", "1"];
+            args.extend_from_slice(extra);
+            let err = Cli::try_parse_from(&args).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::ArgumentConflict,
+                "{extra:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn foreign_flags_are_collected_not_rejected_by_clap() {
+        let cli = Cli::try_parse_from(["scx_pandemonium", "-k", "-s", "5000", "-v"]).unwrap();
+        assert!(cli.verbose);
+        let msg = cli.refused.message().unwrap();
+        assert!(msg.contains("-s/--slice-us"), "{msg}");
+        assert!(msg.contains("-k/--local-kthreads"), "{msg}");
     }
 }

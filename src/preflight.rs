@@ -2,6 +2,7 @@
 //! Checks made before touching BPF, so the common ways to fail end in one clear sentence instead of
 //! a libbpf error: not root, a kernel without sched_ext, another scheduler already attached.
 
+use crate::checkout;
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,9 +10,18 @@ use std::path::{Path, PathBuf};
 /// Why the scheduler cannot start here. Each variant's message says what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    NotRoot { euid: u32 },
-    NoSchedExt { kernel: String },
-    AlreadyAttached { name: String },
+    NotRoot {
+        euid: u32,
+    },
+    /// `checkout` is the source tree the binary runs from, if any: only there can the project's
+    /// VM be offered as a way out.
+    NoSchedExt {
+        kernel: String,
+        checkout: Option<PathBuf>,
+    },
+    AlreadyAttached {
+        name: String,
+    },
 }
 
 impl fmt::Display for Refusal {
@@ -22,12 +32,27 @@ impl fmt::Display for Refusal {
                 "scx_pandemonium must run as root to load a BPF scheduler (running as uid {euid}); \
                  try: sudo scx_pandemonium"
             ),
-            Refusal::NoSchedExt { kernel } => write!(
-                f,
-                "this kernel ({kernel}) has no sched_ext support (/sys/kernel/sched_ext is missing; \
-                 it needs CONFIG_SCHED_CLASS_EXT=y, Linux 6.12+). To watch the scheduler anyway, run \
-                 it in the project's VM: ./pandemonium.py vm -- scx_pandemonium -v"
-            ),
+            Refusal::NoSchedExt { kernel, checkout } => {
+                write!(
+                    f,
+                    "this kernel ({kernel}) has no sched_ext support (/sys/kernel/sched_ext is \
+                     missing): scx_pandemonium needs a kernel built with \
+                     CONFIG_SCHED_CLASS_EXT=y (Linux 6.12+)"
+                )?;
+                match checkout {
+                    Some(dir) => write!(
+                        f,
+                        ". To watch the scheduler anyway, run it in the project's VM: cd {} && \
+                         ./pandemonium.py vm -- scx_pandemonium -v",
+                        dir.display()
+                    ),
+                    None => write!(
+                        f,
+                        "; `grep SCHED_CLASS_EXT /boot/config-$(uname -r)` shows whether the \
+                         installed kernel has it"
+                    ),
+                }
+            }
             Refusal::AlreadyAttached { name } => write!(
                 f,
                 "another sched_ext scheduler is already attached: {name}. Stop it first \
@@ -44,6 +69,7 @@ pub struct System {
     pub sysfs: PathBuf,
     pub euid: u32,
     pub kernel: String,
+    pub checkout: Option<PathBuf>,
 }
 
 impl System {
@@ -57,6 +83,7 @@ impl System {
             sysfs: PathBuf::from("/sys"),
             euid,
             kernel,
+            checkout: checkout::of_current_exe(),
         }
     }
 }
@@ -87,6 +114,7 @@ pub fn check(sys: &System) -> Result<(), Refusal> {
     let Some(st) = sched_ext_state(&sys.sysfs) else {
         return Err(Refusal::NoSchedExt {
             kernel: sys.kernel.clone(),
+            checkout: sys.checkout.clone(),
         });
     };
     if sys.euid != 0 {
@@ -120,6 +148,7 @@ mod tests {
             sysfs: dir.path().to_path_buf(),
             euid,
             kernel: "6.1.0-test".into(),
+            checkout: None,
         };
         (dir, sys)
     }
@@ -151,18 +180,36 @@ mod tests {
     }
 
     #[test]
-    fn no_sched_ext_is_reported_first_and_points_at_the_vm() {
+    fn no_sched_ext_is_reported_first() {
         let (_d, sys) = fake(None, None, 1000);
-        let err = check(&sys).unwrap_err();
         assert_eq!(
-            err,
+            check(&sys).unwrap_err(),
             Refusal::NoSchedExt {
-                kernel: "6.1.0-test".into()
+                kernel: "6.1.0-test".into(),
+                checkout: None,
             }
         );
-        let msg = err.to_string();
-        assert!(msg.contains("CONFIG_SCHED_CLASS_EXT"), "{msg}");
-        assert!(msg.contains("pandemonium.py vm"), "{msg}");
+    }
+
+    #[test]
+    fn an_installed_binary_names_the_kernel_option_and_not_the_vm() {
+        let (_d, sys) = fake(None, None, 0);
+        let msg = check(&sys).unwrap_err().to_string();
+        assert!(msg.contains("CONFIG_SCHED_CLASS_EXT=y"), "{msg}");
+        assert!(msg.contains("6.1.0-test"), "{msg}");
+        assert!(!msg.contains("pandemonium.py"), "{msg}");
+    }
+
+    #[test]
+    fn a_binary_in_a_checkout_also_points_at_the_vm_there() {
+        let (_d, mut sys) = fake(None, None, 0);
+        sys.checkout = Some(PathBuf::from("/home/me/src/pandemonium"));
+        let msg = check(&sys).unwrap_err().to_string();
+        assert!(msg.contains("CONFIG_SCHED_CLASS_EXT=y"), "{msg}");
+        assert!(
+            msg.contains("cd /home/me/src/pandemonium && ./pandemonium.py vm -- scx_pandemonium"),
+            "{msg}"
+        );
     }
 
     #[test]

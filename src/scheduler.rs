@@ -13,6 +13,7 @@ use crate::preflight;
 use crate::procdb::WarmDelta;
 use crate::{info, warn};
 use anyhow::{Context, Result};
+use libbpf_rs::libbpf_sys::bpf_object_open_opts;
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 use scx_utils::{
     ScxExitKind, UserExitInfo, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_read,
@@ -26,6 +27,11 @@ use std::time::{Duration, Instant};
 
 pub struct Options {
     pub compositors: Vec<String>,
+    /// Bytes of the kernel's debug dump kept when the scheduler exits on an error; 0 is the
+    /// kernel's default.
+    pub exit_dump_len: u32,
+    /// From [`crate::libbpf_opts::open_opts`].
+    pub open_opts: Option<bpf_object_open_opts>,
 }
 
 pub struct Scheduler<'obj> {
@@ -50,7 +56,9 @@ impl<'obj> Scheduler<'obj> {
         }
 
         let builder = BpfSkelBuilder::default();
-        let mut skel = scx_ops_open!(builder, open_object, pandemonium_ops, None)?;
+        let mut skel = scx_ops_open!(builder, open_object, pandemonium_ops, opts.open_opts)?;
+        // scx_ops_load! sizes the dump buffer from this.
+        skel.struct_ops.pandemonium_ops_mut().exit_dump_len = opts.exit_dump_len;
         let rodata = skel
             .maps
             .rodata_data

@@ -36,9 +36,98 @@ fn help_lists_the_options() {
         "--stats",
         "--monitor",
         "--help-stats",
+        "-d, --debug",
+        "--exit-dump-len <LEN>",
+        "Libbpf Options:",
+        "--relaxed-maps",
+        "--pin-root-path",
+        "--kconfig",
+        "--btf-custom-path",
+        "--bpf-token-path",
     ] {
         assert!(t.contains(opt), "--help lacks {opt}:\n{t}");
     }
+    // The benchmark tools and the refused flags of other schedulers work but are not advertised.
+    for hidden in [
+        "probe",
+        "stress",
+        "Commands:",
+        "--slice-us",
+        "--primary-domain",
+    ] {
+        assert!(!t.contains(hidden), "--help shows {hidden}:\n{t}");
+    }
+}
+
+/// Hidden from --help, the tools stay reachable: the benchmark driver and the gate call them.
+#[test]
+fn hidden_tools_still_run() {
+    for tool in ["probe", "stress"] {
+        let o = bin().args([tool, "--help"]).output().unwrap();
+        assert!(o.status.success(), "{tool} --help: {}", text(&o));
+        assert!(text(&o).contains("--duration-s"), "{}", text(&o));
+    }
+    let o = bin()
+        .args(["probe", "--duration-s", "0.05", "--period-us", "1000"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with(r#"{"tool":"probe""#));
+}
+
+/// Flags of other scx schedulers (here scx_loader's bpfland and lavd modes) end in a message
+/// saying what to do, with the usage-error status systemd does not retry.
+#[test]
+fn flags_of_other_scx_schedulers_are_refused_with_advice() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["-s", "20000", "-m", "powersave", "-I", "100", "-t", "100"],
+            &[
+                "-s/--slice-us",
+                "-m/--primary-domain",
+                "-I/--idle-resume-us",
+                "-t/--throttle-us",
+            ],
+        ),
+        (
+            &["-s", "20000", "-S"],
+            &["-s/--slice-us is a flag", "-S/--sticky-tasks is a flag"],
+        ),
+        (
+            &["-m", "performance", "-w"],
+            &[
+                "-m/--primary-domain is a flag of other scx schedulers",
+                "-w/--no-wake-sync",
+            ],
+        ),
+        (
+            &["--performance", "--slice-min-us", "3000"],
+            &[
+                "--slice-min-us is a flag",
+                "--no-adaptive",
+                "--performance is a flag",
+            ],
+        ),
+        (&["-v", "-k"], &["-k/--local-kthreads", "SCX_FLAGS"]),
+    ];
+    for (args, needles) in cases {
+        let o = bin().args(*args).output().unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}:\n{t}");
+        for needle in *needles {
+            assert!(t.contains(needle), "{args:?}: no {needle:?} in:\n{t}");
+        }
+        assert_no_panic(&o);
+    }
+}
+
+#[test]
+fn an_unreadable_kconfig_is_refused_before_anything_loads() {
+    assert_rejected(
+        &["--kconfig", "/nonexistent/kconfig"],
+        1,
+        "--kconfig /nonexistent/kconfig",
+    );
 }
 
 #[test]
@@ -110,14 +199,17 @@ fn unknown_option_is_a_usage_error() {
     assert_no_panic(&o);
 }
 
-/// On the hosts of this project the kernel has no sched_ext: the binary must say so and point at
-/// the VM. On a sched_ext host this case cannot be produced, and the gate covers the rest.
+/// On the hosts of this project the kernel has no sched_ext: the binary must say so and name the
+/// kernel option. Built in this checkout, it also points at the project's VM. On a sched_ext
+/// host this case cannot be produced, and the gate covers the rest.
 #[test]
 fn kernel_without_sched_ext_is_refused_clearly() {
     if Path::new("/sys/kernel/sched_ext").exists() {
         eprintln!("this host has sched_ext; the refusal is covered by unit tests and the VM gate");
         return;
     }
+    let exe = Path::new(env!("CARGO_BIN_EXE_scx_pandemonium"));
+    let in_checkout = scx_pandemonium::checkout::containing(exe).is_some();
     for uid in [None, Some(65534u32)] {
         let mut cmd = bin();
         // SAFETY: geteuid has no preconditions.
@@ -128,9 +220,29 @@ fn kernel_without_sched_ext_is_refused_clearly() {
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
         let t = text(&o);
         assert!(t.contains("no sched_ext support"), "{t}");
-        assert!(t.contains("pandemonium.py vm"), "{t}");
+        assert!(t.contains("CONFIG_SCHED_CLASS_EXT=y"), "{t}");
+        assert_eq!(t.contains("./pandemonium.py vm"), in_checkout, "{t}");
         assert_no_panic(&o);
     }
+}
+
+/// The same binary outside any checkout, as an installed one: no pointer at a script the user
+/// does not have.
+#[test]
+fn an_installed_binary_does_not_mention_the_vm() {
+    if Path::new("/sys/kernel/sched_ext").exists() {
+        eprintln!("this host has sched_ext; the message choice is covered by unit tests");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("scx_pandemonium");
+    std::fs::copy(env!("CARGO_BIN_EXE_scx_pandemonium"), &copy).unwrap();
+    let o = Command::new(&copy).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("CONFIG_SCHED_CLASS_EXT=y"), "{t}");
+    assert!(!t.contains("pandemonium.py"), "{t}");
+    assert_no_panic(&o);
 }
 
 /// Runs the binary with `args`, which must be rejected: the given exit status (2: clap usage
@@ -283,6 +395,9 @@ fn bad_stats_intervals_are_usage_errors() {
         &["--stats", "abc"],
         &["--monitor", "1", "--stats", "1"],
         &["--monitor", "1", "--no-adaptive"],
+        &["--monitor", "1", "-d"],
+        &["--monitor", "1", "--exit-dump-len", "4096"],
+        &["--exit-dump-len", "-1"],
     ] {
         let o = bin().args(args).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));

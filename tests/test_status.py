@@ -208,3 +208,129 @@ def test_gate_captures_missing_is_a_problem(tmp_path):
     problems = check_status_captures(tmp_path)
     assert len(problems) == 2 and all("no captured sched_ext tree" in p for p in problems)
     assert len(check_status_captures(None)) == 2
+
+
+# -- which binary is attached: a fake /proc ---------------------------------------------
+
+def fake_process(proc: Path, pid: int, argv: list[str], exe: str | None,
+                 comm: str = "scx_pandemonium") -> Path:
+    """/proc/PID with comm, cmdline and (unless None: unreadable without root) the exe link."""
+    d = proc / str(pid)
+    d.mkdir(parents=True)
+    (d / "comm").write_text(comm + "\n")
+    (d / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+    if exe is not None:
+        (d / "exe").symlink_to(exe)
+    return d
+
+
+def attached_status(tmp_path, proc, ops="pandemonium", installed_from=None):
+    lay = inst.Layout(destdir=str(tmp_path / "stage"))
+    if installed_from is not None:
+        inst.install_files(lay, installed_from, euid=1000)
+    st = inst.collect_status(lay, sysfs_root=make_sysfs(tmp_path / "sys", "enabled", ops),
+                             build_binary=tmp_path / "no-build/scx_pandemonium",
+                             systemd_run_dir=str(tmp_path / "no-systemd"), proc_root=proc)
+    return st, inst.format_status(st, lay)
+
+
+def test_attached_names_the_binary_and_its_version(tmp_path):
+    upstream = fake_binary(tmp_path / "usr/bin/scx_pandemonium", "5.23.1")
+    proc = tmp_path / "proc"
+    fake_process(proc, 1, ["/sbin/init"], "/usr/lib/systemd/systemd", comm="systemd")
+    fake_process(proc, 4242, ["scx_pandemonium", "-v"], str(upstream))
+    st, text = attached_status(tmp_path, proc)
+    assert [(a["pid"], a["exe"], a["exact"]) for a in st.attached] == [(4242, str(upstream), True)]
+    assert f"  attached:   pid 4242: {upstream}\n" in text
+    assert "               scx_pandemonium 5.23.1 (git fixture)\n" in text
+    assert "               target: x86_64-unknown-linux-gnu\n" in text
+
+
+def test_attached_other_than_the_installed_binary_is_noted(tmp_path):
+    upstream = fake_binary(tmp_path / "usr/bin/scx_pandemonium", "5.23.1")
+    proc = tmp_path / "proc"
+    fake_process(proc, 77, ["/usr/bin/scx_pandemonium"], str(upstream))
+    ours = fake_binary(tmp_path / "build/scx_pandemonium", "0.1.0")
+    _, text = attached_status(tmp_path, proc, installed_from=ours)
+    installed = tmp_path / "stage/usr/local/bin/scx_pandemonium"
+    assert f"note:       the attached scheduler runs {upstream}, not the installed {installed}" \
+        in text
+
+
+def test_the_installed_binary_attached_gets_no_note(tmp_path):
+    ours = fake_binary(tmp_path / "build/scx_pandemonium", "0.1.0")
+    installed = tmp_path / "stage/usr/local/bin/scx_pandemonium"
+    proc = tmp_path / "proc"
+    fake_process(proc, 9, [str(installed)], str(installed))
+    _, text = attached_status(tmp_path, proc, installed_from=ours)
+    assert f"pid 9: {installed}\n" in text and "not the installed" not in text
+
+
+def test_tools_and_monitors_are_not_the_scheduler(tmp_path):
+    binary = fake_binary(tmp_path / "bin/scx_pandemonium", "0.1.0")
+    proc = tmp_path / "proc"
+    fake_process(proc, 10, ["scx_pandemonium", "probe", "--duration-s", "5"], str(binary))
+    fake_process(proc, 11, ["scx_pandemonium", "stress-worker", "--cpu", "0"], str(binary))
+    fake_process(proc, 12, ["scx_pandemonium", "--monitor", "1"], str(binary))
+    fake_process(proc, 13, ["scx_pandemonium", "--no-adaptive"], str(binary))
+    st, _ = attached_status(tmp_path, proc)
+    assert [a["pid"] for a in st.attached] == [13]
+
+
+def test_without_root_the_command_line_names_the_binary(tmp_path):
+    binary = fake_binary(tmp_path / "opt/bin/scx_pandemonium", "0.1.0")
+    proc = tmp_path / "proc"
+    fake_process(proc, 5, [str(binary), "-v"], None)
+    st, text = attached_status(tmp_path, proc)
+    (a,) = st.attached
+    assert a["exe"] == str(binary) and not a["exact"]
+    assert a["version"].startswith("scx_pandemonium 0.1.0")
+    assert "(argv[0]: reading /proc/PID/exe needs root)" in text
+
+
+def test_a_binary_replaced_since_it_started_is_marked_and_asked_through_its_link(tmp_path):
+    # The kernel shows a replaced file as "<path> (deleted)"; the process's own link still runs
+    # the old program. Here a file with that literal name stands in for it.
+    old = fake_binary(tmp_path / "usr/local/bin/scx_pandemonium (deleted)", "0.0.9")
+    fake_binary(tmp_path / "usr/local/bin/scx_pandemonium", "0.1.0")
+    proc = tmp_path / "proc"
+    fake_process(proc, 6, ["scx_pandemonium"], str(old))
+    st, text = attached_status(tmp_path, proc)
+    (a,) = st.attached
+    assert a["deleted"] and a["exe"] == str(tmp_path / "usr/local/bin/scx_pandemonium")
+    assert a["version"].startswith("scx_pandemonium 0.0.9")
+    assert "(deleted: replaced on disk since it started)" in text
+
+
+def test_no_process_found_is_said(tmp_path):
+    proc = tmp_path / "proc"
+    fake_process(proc, 1, ["/sbin/init"], "/usr/lib/systemd/systemd", comm="systemd")
+    st, text = attached_status(tmp_path, proc)
+    assert st.attached == []
+    assert "attached:   no scx_pandemonium process found" in text
+
+
+def test_process_lookup_only_when_pandemonium_is_attached(tmp_path):
+    binary = fake_binary(tmp_path / "bin/scx_pandemonium", "0.1.0")
+    proc = tmp_path / "proc"
+    fake_process(proc, 3, ["scx_pandemonium"], str(binary))
+    st, text = attached_status(tmp_path, proc, ops="lavd_1.0.0")
+    assert st.attached == [] and "attached:" not in text
+
+
+def test_cli_status_json_has_the_attached_process(tmp_path, monkeypatch, capsys):
+    import pandemonium_attached
+
+    binary = fake_binary(tmp_path / "bin/scx_pandemonium", "0.1.0")
+    proc = tmp_path / "proc"
+    fake_process(proc, 31, ["scx_pandemonium"], str(binary))
+    real_find = pandemonium_attached.find
+    monkeypatch.setattr(pandemonium_attached, "find", lambda _root="/proc": real_find(proc))
+    monkeypatch.setenv("CARGO_TARGET_DIR", str(tmp_path / "no target"))
+    import pandemonium
+    sysfs = make_sysfs(tmp_path / "sys", "enabled", "pandemonium")
+    assert pandemonium.main(["status", "--json", "--sysfs", str(sysfs),
+                             "--destdir", str(tmp_path / "stage")]) == 0
+    (a,) = json.loads(capsys.readouterr().out)["attached"]
+    assert a["pid"] == 31 and a["exe"] == str(binary) and a["exact"] is True
+    assert a["deleted"] is False and a["version"].startswith("scx_pandemonium 0.1.0")

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Flags of other scx schedulers that scx_pandemonium refuses by name.
+//!
+//! `SCX_FLAGS` in /etc/default/scx and scx_loader's per-mode flags are often carried over from
+//! scx_bpfland, scx_lavd or scx_cosmos when switching to scx_pandemonium. Clap alone would answer
+//! such a flag with "unexpected argument", which says nothing about what to do; each flag listed
+//! here is parsed (hidden from `--help`) only so the refusal can say what to use instead. A flag
+//! is either supported for real or listed here: none is accepted and ignored.
+
+use clap::parser::ValueSource;
+use clap::{Arg, ArgAction, ArgMatches, Command};
+
+/// One refused flag and the advice that replaces it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Foreign {
+    id: &'static str,
+    short: Option<char>,
+    long: &'static str,
+    takes_value: bool,
+    instead: &'static str,
+}
+
+const SLICES: &str = "time slices are sized per task class by the scheduler and retuned every \
+                      second by its adaptive loop; to run on the fixed built-in slices, use \
+                      --no-adaptive";
+const NO_DOMAINS: &str = "there is no primary CPU domain or power mode: tasks are placed along \
+                          the CPU cache topology on every CPU; remove the flag";
+const PLACEMENT: &str = "placement follows the task's class and the CPU cache topology, with no \
+                         switch for this; remove the flag";
+const POWER: &str = "CPU frequency and idle states are left to the kernel's cpufreq and cpuidle \
+                     governors; remove the flag";
+
+/// Every flag scx_loader's built-in modes pass to scx_bpfland, scx_lavd and scx_cosmos (current
+/// and older releases), the flags users copy from there into SCX_FLAGS. A command line with one
+/// of these plus a flag missing here still ends in clap's plain "unexpected argument".
+pub const FOREIGN: &[Foreign] = &[
+    Foreign {
+        id: "foreign_slice_us",
+        short: Some('s'),
+        long: "slice-us",
+        takes_value: true,
+        instead: SLICES,
+    },
+    Foreign {
+        id: "foreign_slice_us_lag",
+        short: Some('l'),
+        long: "slice-us-lag",
+        takes_value: true,
+        instead: SLICES,
+    },
+    Foreign {
+        id: "foreign_slice_min_us",
+        short: None,
+        long: "slice-min-us",
+        takes_value: true,
+        instead: SLICES,
+    },
+    Foreign {
+        id: "foreign_slice_max_us",
+        short: None,
+        long: "slice-max-us",
+        takes_value: true,
+        instead: SLICES,
+    },
+    Foreign {
+        id: "foreign_pinned_slice_us",
+        short: None,
+        long: "pinned-slice-us",
+        takes_value: true,
+        instead: SLICES,
+    },
+    Foreign {
+        id: "foreign_primary_domain",
+        short: Some('m'),
+        long: "primary-domain",
+        takes_value: true,
+        instead: NO_DOMAINS,
+    },
+    Foreign {
+        id: "foreign_performance",
+        short: None,
+        long: "performance",
+        takes_value: false,
+        instead: NO_DOMAINS,
+    },
+    Foreign {
+        id: "foreign_powersave",
+        short: None,
+        long: "powersave",
+        takes_value: false,
+        instead: NO_DOMAINS,
+    },
+    Foreign {
+        id: "foreign_autopilot",
+        short: None,
+        long: "autopilot",
+        takes_value: false,
+        instead: "the adaptive loop (on by default) is what adjusts the scheduler to the load; \
+                  remove the flag",
+    },
+    Foreign {
+        id: "foreign_local_kthreads",
+        short: Some('k'),
+        long: "local-kthreads",
+        takes_value: false,
+        instead: "kernel threads follow a fixed policy here (workqueue workers are never \
+                  BATCH); remove the flag (--compositor NAME makes a program LAT_CRITICAL)",
+    },
+    Foreign {
+        id: "foreign_local_pcpu",
+        short: Some('p'),
+        long: "local-pcpu",
+        takes_value: false,
+        instead: "per-CPU tasks are classified by their behaviour like every other task; \
+                  remove the flag (--compositor NAME makes a program LAT_CRITICAL)",
+    },
+    Foreign {
+        id: "foreign_no_wake_sync",
+        short: Some('w'),
+        long: "no-wake-sync",
+        takes_value: false,
+        instead: PLACEMENT,
+    },
+    Foreign {
+        // A switch in scx_bpfland today; older releases took a slice length here ("-S 500").
+        id: "foreign_sticky_tasks",
+        short: Some('S'),
+        long: "sticky-tasks",
+        takes_value: true,
+        instead: PLACEMENT,
+    },
+    Foreign {
+        id: "foreign_idle_resume_us",
+        short: Some('I'),
+        long: "idle-resume-us",
+        takes_value: true,
+        instead: POWER,
+    },
+    Foreign {
+        id: "foreign_throttle_us",
+        short: Some('t'),
+        long: "throttle-us",
+        takes_value: true,
+        instead: POWER,
+    },
+];
+
+impl Foreign {
+    fn arg(&self) -> Arg {
+        let arg = Arg::new(self.id).long(self.long).hide(true);
+        let arg = match self.short {
+            Some(c) => arg.short(c),
+            None => arg,
+        };
+        if self.takes_value {
+            // The value is swallowed with the flag, so `-s 20000` is refused as one thing rather
+            // than leaving "20000" behind as a stray argument.
+            arg.num_args(0..=1)
+                .action(ArgAction::Append)
+                .allow_negative_numbers(true)
+        } else {
+            arg.action(ArgAction::Count)
+        }
+    }
+
+    /// The flag as its scheduler documents it: `-s/--slice-us`.
+    pub fn spelling(&self) -> String {
+        match self.short {
+            Some(c) => format!("-{c}/--{}", self.long),
+            None => format!("--{}", self.long),
+        }
+    }
+
+    pub fn message(&self) -> String {
+        format!(
+            "{} is a flag of other scx schedulers that scx_pandemonium does not take: {}",
+            self.spelling(),
+            self.instead
+        )
+    }
+}
+
+/// The refused flags found on a command line, in [`FOREIGN`]'s order.
+#[derive(Debug, Default)]
+pub struct Refused {
+    pub found: Vec<&'static Foreign>,
+}
+
+impl Refused {
+    /// The complete error for the user, or `None` when the command line has none of the flags.
+    pub fn message(&self) -> Option<String> {
+        if self.found.is_empty() {
+            return None;
+        }
+        let mut text: Vec<String> = self.found.iter().map(|f| f.message()).collect();
+        text.push(
+            "(Look for it in SCX_FLAGS in /etc/default/scx, in PANDEMONIUM_ARGS in \
+             /etc/default/pandemonium, or in the [scheds.scx_pandemonium] modes of \
+             scx_loader's configuration; scx_pandemonium --help lists the options.)"
+                .into(),
+        );
+        Some(text.join("\n"))
+    }
+}
+
+impl clap::FromArgMatches for Refused {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(Refused {
+            found: FOREIGN
+                .iter()
+                // Count flags have a default of 0, so presence alone says nothing.
+                .filter(|f| m.value_source(f.id) == Some(ValueSource::CommandLine))
+                .collect(),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for Refused {
+    fn augment_args(cmd: Command) -> Command {
+        FOREIGN.iter().fold(cmd, |cmd, f| cmd.arg(f.arg()))
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{Args, FromArgMatches};
+
+    fn parse(args: &[&str]) -> Result<Refused, clap::Error> {
+        let cmd = Refused::augment_args(
+            Command::new("t").arg(Arg::new("verbose").short('v').action(ArgAction::SetTrue)),
+        );
+        let m = cmd.try_get_matches_from(std::iter::once("t").chain(args.iter().copied()))?;
+        Refused::from_arg_matches(&m)
+    }
+
+    fn longs(r: &Refused) -> Vec<&'static str> {
+        r.found.iter().map(|f| f.long).collect()
+    }
+
+    #[test]
+    fn a_clean_command_line_has_nothing_to_refuse() {
+        let r = parse(&["-v"]).unwrap();
+        assert!(r.found.is_empty());
+        assert_eq!(r.message(), None);
+    }
+
+    #[test]
+    fn scx_loader_bpfland_modes_are_refused_with_their_values() {
+        // scx_loader's built-in PowerSave, Server and LowLatency flags for scx_bpfland.
+        let r = parse(&[
+            "-s",
+            "20000",
+            "-m",
+            "powersave",
+            "-I",
+            "100",
+            "-t",
+            "100",
+            "-v",
+        ]);
+        assert_eq!(
+            longs(&r.unwrap()),
+            [
+                "slice-us",
+                "primary-domain",
+                "idle-resume-us",
+                "throttle-us"
+            ]
+        );
+        let r = parse(&["-s", "20000", "-S"]).unwrap();
+        assert_eq!(longs(&r), ["slice-us", "sticky-tasks"]);
+        let r = parse(&["-k", "-s", "5000", "-S", "500", "-l", "5000", "-w"]).unwrap();
+        assert_eq!(
+            longs(&r),
+            [
+                "slice-us",
+                "slice-us-lag",
+                "local-kthreads",
+                "no-wake-sync",
+                "sticky-tasks"
+            ]
+        );
+    }
+
+    #[test]
+    fn lavd_modes_are_refused() {
+        let r = parse(&[
+            "--performance",
+            "--slice-min-us",
+            "3000",
+            "--slice-max-us=10000",
+            "--pinned-slice-us",
+            "3000",
+        ]);
+        assert_eq!(
+            longs(&r.unwrap()),
+            [
+                "slice-min-us",
+                "slice-max-us",
+                "pinned-slice-us",
+                "performance"
+            ]
+        );
+        let r = parse(&["--autopilot", "--pinned-slice-us", "500"]).unwrap();
+        assert_eq!(longs(&r), ["pinned-slice-us", "autopilot"]);
+        let r = parse(&["--powersave"]).unwrap();
+        assert_eq!(longs(&r), ["powersave"]);
+    }
+
+    #[test]
+    fn a_refused_flag_without_its_value_is_still_refused_by_name() {
+        assert_eq!(longs(&parse(&["--slice-us"]).unwrap()), ["slice-us"]);
+        assert_eq!(longs(&parse(&["-I", "-1"]).unwrap()), ["idle-resume-us"]);
+    }
+
+    #[test]
+    fn the_message_names_each_flag_and_what_to_do() {
+        let msg = parse(&["-s", "5000", "-p"]).unwrap().message().unwrap();
+        assert!(
+            msg.contains("-s/--slice-us is a flag of other scx schedulers"),
+            "{msg}"
+        );
+        assert!(msg.contains("--no-adaptive"), "{msg}");
+        assert!(msg.contains("-p/--local-pcpu"), "{msg}");
+        assert!(msg.contains("--compositor NAME"), "{msg}");
+        assert!(msg.contains("SCX_FLAGS"), "{msg}");
+    }
+
+    #[test]
+    fn every_entry_has_a_unique_id_and_spelling() {
+        let mut ids: Vec<_> = FOREIGN.iter().map(|f| f.id).collect();
+        let mut spellings: Vec<_> = FOREIGN.iter().map(|f| f.spelling()).collect();
+        ids.sort();
+        ids.dedup();
+        spellings.sort();
+        spellings.dedup();
+        assert_eq!(ids.len(), FOREIGN.len());
+        assert_eq!(spellings.len(), FOREIGN.len());
+    }
+}
