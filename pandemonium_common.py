@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import NoReturn
 
 PROJECT_ROOT = Path(__file__).resolve().parent
 BINARY_NAME = "scx_pandemonium"
+# What a root run of these tools reads from the caller's environment and sudo's env_reset would
+# drop: BPF_CLANG picks the BPF compiler of a build done as root, CARGO_TARGET_DIR is where
+# `install --no-build` finds the binary built beforehand.
+SUDO_KEEP_ENV = ("BPF_CLANG", "CARGO_TARGET_DIR")
 
 log = logging.getLogger("pandemonium")
 
@@ -45,6 +50,16 @@ def banner(message: str) -> None:
     line = "!" * 72
     for text in (line, f"!!! {message}", line):
         log.warning("%s", text)
+
+
+def sudo_argv(*argv: str) -> list[str]:
+    """argv run as root with SUDO_KEEP_ENV kept (sudo ignores the names that are not set)."""
+    return ["sudo", f"--preserve-env={','.join(SUDO_KEEP_ENV)}", *argv]
+
+
+def sudo_command(*args: str) -> str:
+    """The command line that re-runs `./pandemonium.py ARGS` as root, for messages and docs."""
+    return shlex.join(sudo_argv("./pandemonium.py", *args))
 
 
 def die(message: str, code: int = 1) -> NoReturn:
