@@ -64,6 +64,17 @@ def test_no_message_spells_out_an_apt_command_of_its_own():
     assert not offenders, "\n".join(offenders)
 
 
+def test_the_readme_names_every_build_package_for_arch_and_fedora():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    build = pkgs.group("build")
+    for manager, marker, base in (("pacman", "# Arch, CachyOS", {"make", "pkgconf"}),
+                                  ("dnf", "# Fedora", set())):
+        line = next(line for line in lines if line.rstrip().endswith(marker))
+        words = set(line.split())
+        assert set(pkgs.packages(build, manager)) - base <= words, (manager, line)
+    assert "base-devel" in next(line for line in lines if "# Arch, CachyOS" in line)
+
+
 @pytest.mark.parametrize("text, error", [
     ("# nothing but a comment\n", "no header"),
     ("tool check apt\n", "header"),
