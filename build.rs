@@ -4,7 +4,8 @@
 //   1. finds a clang >= 18 (build_support/clang.rs: BPF_CLANG, else the newest clang-N on PATH,
 //      else clang),
 //   2. unpacks the sched_ext BPF headers shipped in the scx_cargo crate into OUT_DIR (and mirrors
-//      them into include/scx/ for editors where .gitignore expects that: build_support/header_mirror.rs),
+//      them into include/scx/ for editors where .gitignore expects that:
+//      build_support/header_mirror.rs),
 //   3. picks vmlinux.h (running kernel's BTF if it knows sched_ext, else scx_cargo's copy) and
 //      patches what GNU C23 rejects into a private copy,
 //   4. compiles src/bpf/main.bpf.c as GNU C23 and generates the libbpf-rs skeleton,
@@ -92,8 +93,12 @@ fn build() -> Result<()> {
         .context("bindgen over src/bpf/intf.h")?
         .write_to_file(out_dir.join("bpf_intf_gen.rs"))?;
 
-    for dep in [BPF_SRC, INTF_H, "build.rs", ".gitignore"] {
+    for dep in [BPF_SRC, INTF_H, "build.rs"] {
         println!("cargo:rerun-if-changed={dep}");
+    }
+    // Only an existing file: cargo reruns a build script on every build for a missing one.
+    if gitignore.is_some() {
+        println!("cargo:rerun-if-changed=.gitignore");
     }
     for dir in ["src/bpf", "build_support"] {
         for entry in fs::read_dir(dir)? {
