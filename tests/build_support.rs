@@ -191,7 +191,11 @@ fn a_hint_names_each_package_once_and_sets_aur_packages_apart() {
         packages::install_hint(packages::TABLE, &["cyclictest", "perf", "hackbench"]).unwrap();
     assert_eq!(
         hint,
-        "  apt-get install rt-tests linux-perf\n  pacman -S perf (AUR: rt-tests)\n  dnf install realtime-tests perf"
+        concat!(
+            "  apt-get install rt-tests linux-perf\n",
+            "  pacman -S perf (AUR: rt-tests)\n",
+            "  dnf install realtime-tests perf"
+        )
     );
     let only_aur = packages::install_hint(packages::TABLE, &["hackbench"]).unwrap();
     assert!(only_aur.contains("\n  (AUR: rt-tests)\n"), "{only_aur}");

@@ -143,7 +143,8 @@ def test_usable_clang_follows_build_rs(tmp_path):
     assert pkgs.usable_clang(clangs(("clang", "17.0.6"))) is None
     env = clangs(("clang-17", "17.0.6"), ("clang-20", "20.1.2"))
     assert pkgs.usable_clang(env) == "clang-20"
-    assert pkgs.usable_clang(dict(env, BPF_CLANG="clang-17")) is None  # the choice is not overridden
+    # an explicit BPF_CLANG is not replaced by a better clang
+    assert pkgs.usable_clang(dict(env, BPF_CLANG="clang-17")) is None
 
 
 # -- ensure_packages ------------------------------------------------------------------

@@ -16,7 +16,12 @@ sys.path.insert(0, str(ROOT))
 
 import pandemonium_build as build  # noqa: E402
 import pandemonium_install as install  # noqa: E402
-from pandemonium_common import SUDO_KEEP_ENV, PandemoniumError, sudo_argv, sudo_command  # noqa: E402
+from pandemonium_common import (  # noqa: E402
+    SUDO_KEEP_ENV,
+    PandemoniumError,
+    sudo_argv,
+    sudo_command,
+)
 
 KEEP = "sudo --preserve-env=BPF_CLANG,CARGO_TARGET_DIR"
 
