@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //
 // Builds the BPF half of scx_pandemonium:
-//   1. finds a clang >= 18 (BPF_CLANG or the newest clang-N on PATH),
-//   2. extracts the sched_ext BPF headers shipped in the scx_cargo crate into include/scx/,
+//   1. finds a clang >= 18 (build_support/clang.rs: BPF_CLANG, else the newest clang-N on PATH,
+//      else clang),
+//   2. unpacks the sched_ext BPF headers shipped in the scx_cargo crate into OUT_DIR (and mirrors
+//      them into include/scx/ for editors where .gitignore expects that:
+//      build_support/header_mirror.rs),
 //   3. picks vmlinux.h (running kernel's BTF if it knows sched_ext, else scx_cargo's copy) and
 //      patches what GNU C23 rejects into a private copy,
 //   4. compiles src/bpf/main.bpf.c as GNU C23 and generates the libbpf-rs skeleton,
 //   5. runs bindgen over src/bpf/intf.h so src/bpf_intf.rs can assert its mirror at compile time.
 //
-// export_scx.py replaces this file with scx_cargo's BpfBuilder form for the scx monorepo, where the
-// monorepo provides the headers itself.
+// export_scx.py copies this file and build_support/ unchanged into the scx monorepo: there the
+// scx_cargo path dependency supplies the monorepo's own headers through the same calls.
 
 use anyhow::{Context, Result, bail};
 use std::env;
@@ -17,9 +20,15 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "build_support/clang.rs"]
+mod clang;
+#[path = "build_support/header_mirror.rs"]
+mod header_mirror;
+#[path = "build_support/packages.rs"]
+mod packages;
+
 const BPF_SRC: &str = "src/bpf/main.bpf.c";
 const INTF_H: &str = "src/bpf/intf.h";
-const MIN_CLANG: u32 = 18;
 
 fn main() {
     if let Err(e) = build() {
@@ -43,8 +52,10 @@ fn build() -> Result<()> {
     // BpfBuilder::new() is the crate's public way to unpack its header bundle into OUT_DIR.
     scx_cargo::BpfBuilder::new().context("scx_cargo could not unpack its BPF headers")?;
     let bundle = out_dir.join("scx_utils-bpf_h");
-    let include_scx = manifest.join("include/scx");
-    extract_headers(&bundle, &include_scx)?;
+    let gitignore = fs::read_to_string(manifest.join(".gitignore")).ok();
+    if header_mirror::wanted(gitignore.as_deref()) {
+        extract_headers(&bundle, &manifest.join(header_mirror::DIR))?;
+    }
 
     let vmlinux_dir = out_dir.join("vmlinux");
     let vmlinux_origin = prepare_vmlinux_h(&bundle, &vmlinux_dir)?;
@@ -55,8 +66,8 @@ fn build() -> Result<()> {
     cflags.extend([
         "-std=gnu23".to_string(),
         format!("-I{}", vmlinux_dir.display()),
-        format!("-I{}", include_scx.display()),
-        format!("-I{}/bpf-compat", include_scx.display()),
+        format!("-I{}", bundle.display()),
+        format!("-I{}/bpf-compat", bundle.display()),
         format!("-I{}", manifest.join("src/bpf").display()),
         format!("-D__SCX_TARGET_ARCH_{}", clang_info.kernel_target()?),
     ]);
@@ -85,8 +96,14 @@ fn build() -> Result<()> {
     for dep in [BPF_SRC, INTF_H, "build.rs"] {
         println!("cargo:rerun-if-changed={dep}");
     }
-    for entry in fs::read_dir("src/bpf")? {
-        println!("cargo:rerun-if-changed={}", entry?.path().display());
+    // Only an existing file: cargo reruns a build script on every build for a missing one.
+    if gitignore.is_some() {
+        println!("cargo:rerun-if-changed=.gitignore");
+    }
+    for dir in ["src/bpf", "build_support"] {
+        for entry in fs::read_dir(dir)? {
+            println!("cargo:rerun-if-changed={}", entry?.path().display());
+        }
     }
     // --version names the commit: rerun when HEAD moves or the branch it names advances.
     if let Ok(head) = fs::read_to_string(".git/HEAD") {
@@ -113,47 +130,25 @@ fn build() -> Result<()> {
     Ok(())
 }
 
-/// BPF_CLANG wins; otherwise the newest versioned clang on PATH, then plain `clang`.
 fn find_clang() -> Result<(String, String)> {
-    let mut candidates: Vec<String> = Vec::new();
-    if let Ok(c) = env::var("BPF_CLANG") {
-        candidates.push(c);
-    } else {
-        candidates.extend((MIN_CLANG..=30).rev().map(|v| format!("clang-{v}")));
-        candidates.push("clang".into());
-    }
-    let mut seen = Vec::new();
-    for c in &candidates {
-        let Ok(out) = Command::new(c).arg("--version").output() else {
-            continue;
-        };
-        let text = String::from_utf8_lossy(&out.stdout);
-        let Some(ver) = text
-            .split_whitespace()
-            .skip_while(|w| *w != "version")
-            .nth(1)
-            .map(str::to_string)
-        else {
-            continue;
-        };
-        let major: u32 = ver.split('.').next().unwrap_or("0").parse().unwrap_or(0);
-        if major >= MIN_CLANG {
-            return Ok((c.clone(), ver));
-        }
-        seen.push(format!("{c} {ver}"));
-    }
-    bail!(
-        "no clang >= {MIN_CLANG} found (found: {}). Install one (Debian bookworm: apt-get install clang-19) \
-         and/or set BPF_CLANG=clang-19",
-        if seen.is_empty() {
-            "none".into()
-        } else {
-            seen.join(", ")
-        }
-    )
+    let bpf_clang = env::var("BPF_CLANG").ok();
+    let candidates = clang::candidates(bpf_clang.as_deref());
+    let probe = |c: &str| {
+        let out = Command::new(c).arg("--version").output().ok()?;
+        Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    clang::choose(&candidates, probe).or_else(|too_old| {
+        let hint =
+            packages::install_hint(packages::TABLE, &["clang"]).map_err(anyhow::Error::msg)?;
+        bail!(clang::not_found_message(
+            bpf_clang.as_deref(),
+            &too_old,
+            &hint
+        ))
+    })
 }
 
-/// Mirrors the crate's header bundle (minus the per-arch vmlinux.h) into include/scx/, rewriting
+/// Mirrors the crate's header bundle (minus the per-arch vmlinux.h) into `dest`, rewriting
 /// only files whose content changed so editors and cargo see stable mtimes.
 fn extract_headers(bundle: &Path, dest: &Path) -> Result<()> {
     fn walk(src: &Path, dst: &Path) -> Result<()> {

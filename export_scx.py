@@ -2,17 +2,16 @@
 """Export scx_pandemonium into a sched-ext/scx monorepo checkout as scheds/rust/scx_pandemonium.
 
 What lands in SCX_DIR/scheds/rust/scx_pandemonium/:
-  src/, tests/ (Rust only: not tests/vm/, not the Python tests), examples/, README.md  copied
+  src/, tests/ (Rust only: not tests/vm/, not the Python tests), examples/, build_support/,
+  build.rs, README.md, LICENSE  copied as they are: the monorepo builds with our own build.rs,
+              its scx_cargo path dependency supplying the monorepo's sched_ext headers
   Cargo.toml  rewritten: monorepo crates (scx_utils, scx_stats, scx_stats_derive, scx_cargo) as
               path dependencies when the checkout has them (or `workspace = true` when its root
-              declares them), libbpf-rs aligned with the monorepo's scx_utils, libbpf-cargo /
-              bindgen / anyhow build-dependencies replaced by scx_cargo, [profile.*] dropped
-              (only the workspace root's profiles apply)
-  build.rs    replaced by scx_cargo's BpfBuilder form, plus GNU C23 (-std=gnu23 and a vmlinux.h
-              copy without the bool/true/false declarations C23 rejects) and the
-              cargo:rustc-env values src/version.rs reads
+              declares them), libbpf-rs aligned with the monorepo's scx_utils and libbpf-cargo
+              with its scx_cargo, [profile.*] dropped (only the workspace root's profiles apply)
 and the crate is registered in the root Cargo.toml's [workspace] members (kept sorted if it is).
-Not exported: target/, include/scx/, tests/vm/, .ci/, the Python tools, Cargo.lock.
+Not exported: target/, include/scx/, tests/vm/, .ci/, .gitignore (so build.rs leaves the
+monorepo's source tree alone: build_support/header_mirror.rs), the Python tools, Cargo.lock.
 
 Files are staged in a temporary directory and formatted there with `cargo fmt` (with the
 checkout's rustfmt.toml) before anything is compared, so a second run changes nothing. Only files
@@ -38,8 +37,8 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent
 CRATE = "scx_pandemonium"
 MEMBER = f"scheds/rust/{CRATE}"
-COPY_DIRS = ("src", "tests", "examples", "benches")
-COPY_FILES = ("README.md", "LICENSE", "COPYING")
+COPY_DIRS = ("src", "tests", "examples", "benches", "build_support")
+COPY_FILES = ("build.rs", "README.md", "LICENSE", "COPYING")
 EXCLUDE_PREFIXES = ("tests/vm/", "tests/fixtures/")
 EXCLUDE_PARTS = {"__pycache__", ".pytest_cache", "target"}
 EXCLUDE_SUFFIXES = (".py", ".pyc", ".orig", ".rej", ".swp", "~")
@@ -50,11 +49,10 @@ MONOREPO_CRATES = {
     "scx_stats_derive": "rust/scx_stats/scx_stats_derive",
     "scx_cargo": "rust/scx_cargo",
 }
-# Build-dependencies only our own build.rs used; the exported one needs scx_cargo alone.
-DROP_BUILD_DEPS = ("libbpf-cargo", "bindgen", "anyhow")
-# Dependencies whose version must match what the monorepo's scx_utils uses (libbpf-sys has
-# `links = "bpf"`: two versions of it cannot be linked into one workspace).
-ALIGN_WITH_SCX_UTILS = ("libbpf-rs",)
+# Dependencies whose version must match what a monorepo crate pins (libbpf-sys has
+# `links = "bpf"`: two versions of it cannot be linked into one workspace). Our build.rs uses
+# libbpf-cargo beside scx_cargo, so it takes scx_cargo's.
+ALIGN_WITH = {"libbpf-rs": "scx_utils", "libbpf-cargo": "scx_cargo"}
 DEP_TABLES = ("dependencies", "build-dependencies", "dev-dependencies")
 
 
@@ -116,9 +114,9 @@ def monorepo_crate(scx: Path, root_doc: dict, name: str) -> tuple[str, str | Non
     return (os.path.relpath(scx / rel, scx / MEMBER), version if isinstance(version, str) else None)
 
 
-def scx_utils_requirement(scx: Path, dep: str) -> str | None:
-    """The version requirement the checkout's scx_utils has on `dep`."""
-    path = scx / MONOREPO_CRATES["scx_utils"] / "Cargo.toml"
+def monorepo_requirement(scx: Path, crate: str, dep: str) -> str | None:
+    """The version requirement the checkout's `crate` has on `dep`."""
+    path = scx / MONOREPO_CRATES[crate] / "Cargo.toml"
     if not path.is_file():
         return None
     spec = read_toml(path).get("dependencies", {}).get(dep)
@@ -200,12 +198,6 @@ def rewrite_manifest(doc: dict, scx: Path, root_doc: dict) -> tuple[dict, list[s
         doc["lints"] = {"workspace": True}
         notes.append("Cargo.toml: [lints] workspace = true (the workspace defines lints)")
 
-    build_deps = doc.setdefault("build-dependencies", {})
-    for name in DROP_BUILD_DEPS:
-        if build_deps.pop(name, None) is not None:
-            notes.append(f"Cargo.toml: dropped build-dependency {name} (only our build.rs used it)")
-    build_deps.setdefault("scx_cargo", doc.get("dependencies", {}).get("scx_utils", "*"))
-
     for table in DEP_TABLES:
         deps = doc.get(table)
         if not isinstance(deps, dict):
@@ -227,10 +219,11 @@ def rewrite_manifest(doc: dict, scx: Path, root_doc: dict) -> tuple[dict, list[s
                 deps[name] = {**new, **extra}
                 notes.append(f"Cargo.toml: {name} = path {path}"
                              + (f", version {version}" if version else ""))
-            elif name in ALIGN_WITH_SCX_UTILS and (req := scx_utils_requirement(scx, name)):
+            elif name in ALIGN_WITH and (
+                    req := monorepo_requirement(scx, ALIGN_WITH[name], name)):
                 if spec.get("version") != req:
                     notes.append(f"Cargo.toml: {name} {spec.get('version')} -> {req} "
-                                 "(the checkout's scx_utils uses that)")
+                                 f"(the checkout's {ALIGN_WITH[name]} uses that)")
                 spec["version"] = req
                 deps[name] = spec["version"] if list(spec) == ["version"] else spec
     return doc, notes
@@ -243,97 +236,6 @@ def render_manifest(doc: dict) -> str:
     return (f"{MARKER}; changes belong upstream, then\n"
             "# re-export. Generated, so comments of the original manifest are not kept.\n\n"
             + dump_toml(doc))
-
-
-# -- build.rs -----------------------------------------------------------------------
-
-BUILD_RS = """\
-// SPDX-License-Identifier: GPL-2.0-only
-//
-// Generated by scx_pandemonium's export_scx.py for the sched-ext/scx monorepo.
-//
-// scx_cargo's BpfBuilder compiles src/bpf/main.bpf.c against the monorepo's sched_ext headers and
-// generates the skeleton (bpf_skel.rs) and the src/bpf/intf.h bindings (bpf_intf_gen.rs, which
-// src/bpf_intf.rs includes). Two additions for this scheduler: its BPF code is GNU C23
-// (-std=gnu23), and C23 made bool/true/false keywords, so a copy of the bundled vmlinux.h without
-// their declarations is put first on the include path. The cargo:rustc-env values feed
-// `scx_pandemonium --version` (src/version.rs). Set BPF_CLANG to a clang >= 18 if `clang` is older.
-
-use std::env;
-use std::fs;
-use std::path::PathBuf;
-use std::process::Command;
-
-fn main() {
-    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    let clang = scx_cargo::ClangInfo::new().unwrap();
-    let arch = clang.kernel_target().unwrap();
-
-    // new() unpacks scx_cargo's header bundle (vmlinux.h included) into OUT_DIR/scx_utils-bpf_h.
-    let mut builder = scx_cargo::BpfBuilder::new().unwrap();
-
-    let bundled = out_dir
-        .join("scx_utils-bpf_h/arch")
-        .join(&arch)
-        .join("vmlinux.h");
-    let text = fs::read_to_string(&bundled)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", bundled.display()));
-    let patched = out_dir.join("vmlinux-gnu23");
-    fs::create_dir_all(&patched).unwrap();
-    fs::write(patched.join("vmlinux.h"), patch_for_c23(&text)).unwrap();
-
-    builder
-        .add_include_path(patched.to_str().unwrap())
-        .add_cflag("-std=gnu23")
-        .enable_intf("src/bpf/intf.h", "bpf_intf_gen.rs")
-        .enable_skel("src/bpf/main.bpf.c", "bpf")
-        .build()
-        .unwrap();
-
-    let git = Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "unknown".into());
-    println!("cargo:rustc-env=PANDEMONIUM_GIT_HASH={git}");
-    println!(
-        "cargo:rustc-env=PANDEMONIUM_BPF_CLANG={} {}",
-        clang.clang, clang.ver
-    );
-    let origin = format!("scx_cargo bundle (sched-ext/scx), arch/{arch}/vmlinux.h");
-    println!("cargo:rustc-env=PANDEMONIUM_VMLINUX_ORIGIN={origin}");
-    println!(
-        "cargo:rustc-env=PANDEMONIUM_TARGET={}",
-        env::var("TARGET").unwrap_or_default()
-    );
-    println!("cargo:rerun-if-changed=build.rs");
-}
-
-@PATCH_FOR_C23@"""
-
-
-def extract_patch_fn(build_rs: str) -> str:
-    """Our build.rs's patch_for_c23, with its doc comment: from the comment to the first line that
-    is a lone `}` (rustfmt puts a top-level function's closing brace there)."""
-    lines = build_rs.splitlines()
-    try:
-        start = next(i for i, line in enumerate(lines) if line.startswith("fn patch_for_c23("))
-    except StopIteration:
-        raise ExportError("build.rs has no `fn patch_for_c23(`: update export_scx.py") from None
-    first = start
-    while first > 0 and lines[first - 1].startswith("///"):
-        first -= 1
-    try:
-        end = next(i for i in range(start, len(lines)) if lines[i] == "}")
-    except StopIteration:
-        raise ExportError("build.rs: cannot find the end of patch_for_c23") from None
-    return "\n".join(lines[first:end + 1]) + "\n"
-
-
-def render_build_rs(our_build_rs: str) -> str:
-    return BUILD_RS.replace("@PATCH_FOR_C23@", extract_patch_fn(our_build_rs))
 
 
 # -- workspace members --------------------------------------------------------------
@@ -435,7 +337,6 @@ def plan_files(src: Path, scx: Path, root_doc: dict) -> tuple[dict[str, bytes], 
     files = source_files(src)
     manifest, notes = rewrite_manifest(read_toml(src / "Cargo.toml"), scx, root_doc)
     files["Cargo.toml"] = render_manifest(manifest).encode()
-    files["build.rs"] = render_build_rs((src / "build.rs").read_text()).encode()
     return files, notes
 
 

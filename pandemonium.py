@@ -200,7 +200,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     layers = gate_runner.parse_layers(args.gate)
     sched_args = gate_runner.parse_sched_args(args.sched_args)
     build.ensure_packages(vm=not args.no_gate,
-                          extra=None if args.no_gate else gate_runner.GATE_PACKAGES)
+                          extra=None if args.no_gate else gate_runner.GUEST_TOOLS)
     build.build_release()
     if not args.no_host:
         build.cargo("test", "--release", "--locked")

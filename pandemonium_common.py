@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import shlex
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -17,6 +18,10 @@ BINARY_NAME = "scx_pandemonium"
 # Where systemd looks for unit files of the local administrator and the distribution.
 SYSTEMD_UNIT_DIRS = ("/etc/systemd/system", "/usr/local/lib/systemd/system",
                      "/usr/lib/systemd/system", "/lib/systemd/system")
+# What a root run of these tools reads from the caller's environment and sudo's env_reset would
+# drop: BPF_CLANG picks the BPF compiler of a build done as root, CARGO_TARGET_DIR is where
+# `install --no-build` finds the binary built beforehand.
+SUDO_KEEP_ENV = ("BPF_CLANG", "CARGO_TARGET_DIR")
 
 log = logging.getLogger("pandemonium")
 
@@ -49,6 +54,16 @@ def banner(message: str) -> None:
     line = "!" * 72
     for text in (line, f"!!! {message}", line):
         log.warning("%s", text)
+
+
+def sudo_argv(*argv: str) -> list[str]:
+    """argv run as root with SUDO_KEEP_ENV kept (sudo ignores the names that are not set)."""
+    return ["sudo", f"--preserve-env={','.join(SUDO_KEEP_ENV)}", *argv]
+
+
+def sudo_command(*args: str) -> str:
+    """The command line that re-runs `./pandemonium.py ARGS` as root, for messages and docs."""
+    return shlex.join(sudo_argv("./pandemonium.py", *args))
 
 
 def die(message: str, code: int = 1) -> NoReturn:

@@ -33,6 +33,7 @@ from pandemonium_common import (
     log,
     sched_ext_state,
     scheduler_binary,
+    sudo_command,
 )
 
 UNIT_NAME = "pandemonium.service"
@@ -181,11 +182,13 @@ def _remove_empty_parents(path: Path, stop: Path) -> None:
 
 def _need_root(layout: Layout, what: str, euid: int | None) -> None:
     if layout.live and (euid if euid is not None else _euid()) != 0:
+        # Only install builds; uninstall has no --no-build.
+        tip = (f" (tip: build first as yourself, then `{sudo_command(what, '--no-build')}`)"
+               if what == "install" else "")
         raise PandemoniumError(
             f"{what} into the running system ({layout.prefix}, {layout.sysconfdir}) needs root: "
-            f"run `sudo ./pandemonium.py {what}` (tip: build first as yourself, then "
-            f"`sudo ./pandemonium.py {what} --no-build`), or stage the files with "
-            f"--destdir DIR, which needs no root")
+            f"run `{sudo_command(what)}`{tip}, or stage the files with --destdir DIR, which "
+            "needs no root")
 
 
 # -- install / uninstall ------------------------------------------------------------
@@ -497,10 +500,11 @@ def add_install_parser(sub: argparse._SubParsersAction) -> None:
                     "--destdir the files are staged below DIR instead, without root and without\n"
                     "those checks. Running it again changes nothing.",
         epilog="examples:\n"
-               "  sudo ./pandemonium.py install\n"
+               f"  {sudo_command('install')}\n"
                "  ./pandemonium.py install --destdir /tmp/stage --prefix /usr    # packagers\n"
-               "  ./pandemonium.py build && sudo ./pandemonium.py install --no-build\n"
-               "then: sudo systemctl enable --now pandemonium",
+               f"  ./pandemonium.py build && {sudo_command('install', '--no-build')}\n"
+               "then: sudo systemctl enable --now pandemonium\n"
+               "(sudo keeps BPF_CLANG and CARGO_TARGET_DIR only when told to, as above)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_layout_args(p)
     g = p.add_mutually_exclusive_group()

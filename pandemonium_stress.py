@@ -83,7 +83,7 @@ def _run_one(kernel: str, cpus: int, mode: str, s: dict, accel: str, out_root) -
         res = run_in_vm(cmd, cpus=cpus, mem_mb=wl.GUEST_MEM_MB, kernel=kernel, accel=accel,
                         out_dir=out, timeout=wl.vm_timeout(len(s["workloads"]), s["duration"]),
                         add=[(str(wl.DRIVER), wl.GUEST_DRIVER)],
-                        tools=sorted(wl.TOOL_PACKAGES.values()), echo=False,
+                        tools=wl.GUEST_TOOLS, echo=False,
                         extra_cmdline="rcupdate.rcu_task_stall_timeout=20000 log_buf_len=8M")
     wedged = ([f"the guest wedged: no progress for {stall_s:.0f} s, stopped by the host"]
               if watch.fired else [])
@@ -103,8 +103,7 @@ def cmd_bench_stress(args: argparse.Namespace) -> int:
     import pandemonium_build as build
 
     s = _settings(args)
-    build.ensure_packages(vm=True, extra={pkg: ("cmd", prog)
-                                          for pkg, prog in wl.TOOL_PACKAGES.items()})
+    build.ensure_packages(vm=True, extra=wl.GUEST_TOOLS)
     build.build_release()
     out_root = cache_dir("stress", time.strftime("%Y%m%d-%H%M%S"))
     runs: list[Run] = []

@@ -18,9 +18,9 @@ KNOWN_LAYERS = ["load", "hotplug", "errors", "classify", "topology", "verifier",
                 "latency", "interactive", "responsiveness", "contention", "starvation", "stats", "status",
                 "full_gate"]
 GUEST_GATE = "/usr/local/bin/gate"
-# The interactive layer runs the field's standard tools in the guest (Debian's rt-tests).
+# The interactive layer runs the field's standard tools in the guest (build_support/
+# system_packages.tsv names their packages).
 GUEST_TOOLS = ["cyclictest", "hackbench"]
-GATE_PACKAGES = {"rt-tests": ("cmd", "cyclictest")}
 # full_gate runs ~6 min of guest time at 2 vCPUs under TCG; a loaded host stretches that.
 GATE_TIMEOUT_S = 1800
 # The status layer's sysfs captures under the guest's /results (STATUS_DIR in tests/gate.rs).

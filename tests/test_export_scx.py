@@ -70,7 +70,8 @@ def scx_with_crates(scx: Path) -> Path:
     crate(scx / "rust/scx_stats", "scx_stats", "1.0.9")
     (scx / "rust/scx_cargo/src").mkdir(parents=True)
     (scx / "rust/scx_cargo/Cargo.toml").write_text(
-        '[package]\nname = "scx_cargo"\nversion.workspace = true\nedition = "2021"\n')
+        '[package]\nname = "scx_cargo"\nversion.workspace = true\nedition = "2021"\n'
+        '\n[dependencies]\nlibbpf-cargo = "=0.26.0"\n')
     return scx
 
 
@@ -139,12 +140,12 @@ def test_export_files_and_member(scx):
     assert proc.returncode == 0, proc.stderr
     out = scx / "scheds/rust/scx_pandemonium"
     # copied as they are
-    for rel in ("src/bpf/main.bpf.c", "src/bpf/intf.h", "README.md"):
+    for rel in ("src/bpf/main.bpf.c", "src/bpf/intf.h", "README.md", "LICENSE"):
         assert (out / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
     assert (out / "src/main.rs").is_file() and (out / "tests/cli.rs").is_file()
     # not exported
     for rel in ("target", "include", "tests/vm", ".ci", "Cargo.lock", "pandemonium.py",
-                "export_scx.py", "systemd"):
+                "export_scx.py", "systemd", "packaging", ".gitignore"):
         assert not (out / rel).exists(), rel
     assert not [p for p in out.rglob("*.py")]
     # registered, in sorted position, other members untouched
@@ -162,7 +163,8 @@ def test_exported_manifest_with_registry_deps(scx):
     assert got["package"]["name"] == "scx_pandemonium"
     assert got["package"]["version"] == ours["package"]["version"]
     assert "profile" not in got
-    assert got["build-dependencies"] == {"scx_cargo": ours["build-dependencies"]["scx_cargo"]}
+    # our build.rs is exported as it is, so it keeps the build-dependencies it uses
+    assert got["build-dependencies"] == ours["build-dependencies"]
     # without monorepo crates in the checkout, registry versions stay
     assert got["dependencies"] == ours["dependencies"]
     assert got.get("dev-dependencies") == ours.get("dev-dependencies")
@@ -177,9 +179,12 @@ def test_exported_manifest_uses_monorepo_crates(scx_with_crates):
                                                 "version": "1.2.3"}
     # libbpf-sys links "bpf": one libbpf-rs version per workspace, the one scx_utils uses
     assert got["dependencies"]["libbpf-rs"] == "=0.26.0"
-    # version.workspace resolved from [workspace.package]
-    assert got["build-dependencies"] == {"scx_cargo": {"path": "../../../rust/scx_cargo",
-                                                       "version": "1.2.3"}}
+    # version.workspace resolved from [workspace.package]; libbpf-cargo as scx_cargo pins it
+    ours = tomllib.loads((ROOT / "Cargo.toml").read_text())["build-dependencies"]
+    assert got["build-dependencies"] == {**ours,
+                                         "scx_cargo": {"path": "../../../rust/scx_cargo",
+                                                       "version": "1.2.3"},
+                                         "libbpf-cargo": "=0.26.0"}
 
 
 def test_workspace_dependencies_are_used(scx):
@@ -190,21 +195,21 @@ def test_workspace_dependencies_are_used(scx):
     assert got["dependencies"]["serde"] == {"workspace": True, "features": ["derive"]}
 
 
-def test_exported_build_rs(scx):
+def test_build_rs_and_build_support_are_ours_unchanged(scx):
+    """One build.rs for both homes: formatting with cargo fmt changes nothing either."""
     assert run(str(scx)).returncode == 0
-    build = (scx / "scheds/rust/scx_pandemonium/build.rs").read_text()
-    assert "scx_cargo::BpfBuilder::new()" in build
-    assert '.enable_intf("src/bpf/intf.h", "bpf_intf_gen.rs")' in build
-    assert '.enable_skel("src/bpf/main.bpf.c", "bpf")' in build
-    assert '.add_cflag("-std=gnu23")' in build and ".add_include_path(" in build
-    assert "fn patch_for_c23(text: &str) -> String {" in build
-    assert "libbpf_cargo" not in build and "bindgen" not in build and "anyhow" not in build
-    # every env! the crate reads at compile time is provided
+    out = scx / "scheds/rust/scx_pandemonium"
+    ours = ["build.rs", *(p.relative_to(ROOT).as_posix()
+                          for p in sorted((ROOT / "build_support").iterdir()) if p.is_file())]
+    assert "build_support/clang.rs" in ours and "build_support/system_packages.tsv" in ours
+    for rel in ours:
+        assert (out / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
+    # every env! the crate reads at compile time is provided by that build.rs
+    build = (out / "build.rs").read_text()
     needed = set(re.findall(r'env!\("(PANDEMONIUM_\w+)"\)', (ROOT / "src/version.rs").read_text()))
     assert needed and all(f"cargo:rustc-env={name}=" in build for name in needed)
-    # what the sources include from OUT_DIR is what BpfBuilder generates
-    for rel, name in (("src/bpf_intf.rs", "bpf_intf_gen.rs"), ("src/bpf_skel.rs", "bpf_skel.rs")):
-        assert f'"/{name}"' in (ROOT / rel).read_text()
+    # build.rs mirrors headers into the source tree only where .gitignore asks (not exported)
+    assert 'header_mirror::wanted(gitignore.as_deref())' in build
 
 
 def test_second_run_changes_nothing(scx):
@@ -275,14 +280,6 @@ def test_manifest_round_trips_through_dump_toml():
     assert tomllib.loads(export_scx.dump_toml(tricky)) == tricky
 
 
-def test_patch_function_is_taken_from_our_build_rs():
-    fn = export_scx.extract_patch_fn((ROOT / "build.rs").read_text())
-    assert fn.startswith("///") and fn.rstrip().endswith("}")
-    assert fn.count("fn ") == 1
-    with pytest.raises(export_scx.ExportError, match="patch_for_c23"):
-        export_scx.extract_patch_fn("fn main() {}\n")
-
-
 # -- the exported crate builds in the fixture workspace -----------------------------
 
 @slow
@@ -304,9 +301,16 @@ def test_exported_crate_builds_in_the_workspace(scx):
     build = subprocess.run([cargo, "build", "--release", "-p", "scx_pandemonium"], cwd=scx,
                            env=env, capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-5000:]
+    # build.rs names only files that exist there: a missing one would rerun it on every build
+    again = subprocess.run([cargo, "build", "--release", "-p", "scx_pandemonium"], cwd=scx,
+                           env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and "Compiling scx_pandemonium" not in again.stderr, \
+        again.stderr[-3000:]
     binary = Path(env["CARGO_TARGET_DIR"]) / "release" / "scx_pandemonium"
     version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
-    assert "-std=gnu23" in version and "scx_cargo bundle (sched-ext/scx)" in version, version
+    assert "-std=gnu23" in version and "vmlinux.h: " in version, version
+    # the monorepo's source tree is left alone: no header mirror without our .gitignore
+    assert not (scx / "scheds/rust/scx_pandemonium/include").exists()
 
 
 def test_a_crate_we_did_not_write_is_replaced_only_on_request(scx):

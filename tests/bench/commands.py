@@ -163,6 +163,7 @@ def out_dir_for(spec: Command, args: argparse.Namespace) -> Path:
 
 def run_command(spec: Command, args: argparse.Namespace) -> int:
     import pandemonium_build as build
+    import pandemonium_packages as pkgs
 
     from .driver import run_bench
     from .native import decide_here, online_cpus, run_native
@@ -170,7 +171,7 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
     native, why = decide_here(args.vm)
     plan = plan_from_args(spec, args, online_cpus() if native else None)
     log.info("%s: %s", spec.name, why)
-    build.ensure_packages(vm=not native, extra=build.BENCH_PACKAGES)
+    build.ensure_packages(vm=not native, extra=pkgs.group("bench"))
     if not args.no_build:
         build.build_release()
     elif not scheduler_binary().is_file():

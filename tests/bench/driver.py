@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pandemonium_common import PROJECT_ROOT, PandemoniumError, cache_dir, log
+from pandemonium_packages import missing_message
 
 from . import anchors
 from .parse import Record, parse_results
@@ -63,8 +64,8 @@ def benchlat_binary() -> Path:
         return out
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
-        raise PandemoniumError("bench: a C compiler (cc) is needed to build the guest helper "
-                               "benchlat; apt-get install gcc")
+        raise PandemoniumError("bench: " + missing_message(
+            ["cc"], "a C compiler builds the guest helper benchlat"))
     proc = subprocess.run([cc, "-O2", "-Wall", "-o", str(out), str(src)], capture_output=True,
                           text=True)
     if proc.returncode != 0:
@@ -120,9 +121,8 @@ class Progress(threading.Thread):
 
 def check_tools() -> None:
     if missing_tools():
-        raise PandemoniumError("bench: missing host tools for the guest: "
-                               + ", ".join(missing_tools())
-                               + " (apt-get install stress-ng linux-perf rt-tests)")
+        raise PandemoniumError("bench: " + missing_message(missing_tools(),
+                                                           "host tools for the guest"))
 
 
 def externals_in(plan: Plan) -> list:

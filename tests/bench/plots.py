@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from pandemonium_common import log
+from pandemonium_packages import install_hint
 
 from .aggregate import Cell
 from .plan import EEVDF, PHASES
@@ -54,8 +55,8 @@ def ensure_matplotlib(run=subprocess.run) -> str | None:
                 return None
             except ImportError as exc:
                 why = f"installed but not importable: {exc}"
-    msg = (f"matplotlib could not be installed for {sys.executable} ({why}); install it "
-           "(pip install matplotlib, or apt-get install python3-matplotlib) for plots")
+    msg = (f"matplotlib could not be installed for {sys.executable} ({why}); install it for "
+           f"plots with pip install matplotlib, or the system package:\n{install_hint(['matplotlib'])}")
     log.warning("plots: %s", msg)
     return msg
 

@@ -46,8 +46,8 @@ GUEST_MEM_MB = 3072
 
 MODES = {"adaptive": "", "no-adaptive": "--no-adaptive"}
 
-# Host programs the guest needs (Debian package -> program).
-TOOL_PACKAGES = {"stress-ng": "stress-ng", "rt-tests": "hackbench", "make": "make"}
+# Host programs the guest needs (build_support/system_packages.tsv names their packages).
+GUEST_TOOLS = ["hackbench", "make", "stress-ng"]
 
 # A cell is one (kernel, vCPUs, mode) guest run through every workload; the full run gives each
 # cell at least FULL_CELL_S seconds of workload time, split evenly, and no workload less than

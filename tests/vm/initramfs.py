@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pandemonium_common import PandemoniumError, cache_dir, log
+from pandemonium_packages import missing_message
 
 from . import guest_init
 from .cpio import Archive
@@ -97,7 +98,7 @@ class _Builder:
 def _busybox(builder: _Builder) -> None:
     busybox = shutil.which("busybox")
     if not busybox:
-        raise InitramfsError("busybox not found on host (apt-get install busybox-static)")
+        raise InitramfsError(missing_message(["busybox"], "the guest's shell and tools"))
     builder.add_host_file(Path(busybox), "/bin/busybox")
     listing = subprocess.run([busybox, "--list-full"], capture_output=True, text=True, check=True)
     for rel in listing.stdout.split():

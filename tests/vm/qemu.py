@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pandemonium_common import PandemoniumError
+from pandemonium_packages import missing_message
 
 from .accel import QEMU_ACCEL_ARGS
 from .console import ConsoleState
@@ -56,7 +57,7 @@ def qemu_command(vmlinuz: Path, initrd: Path, *, cpus: int, mem_mb: int, accel: 
 def boot(cmd: list[str], console: ConsoleState, *, timeout_s: float, log_path: Path,
          echo: bool = True) -> BootResult:
     if not shutil.which(cmd[0]):
-        raise QemuError(f"{cmd[0]} not found (apt-get install qemu-system-x86)")
+        raise QemuError(missing_message([cmd[0]]))
     start = time.monotonic()
     deadline = start + timeout_s
     with open(log_path, "wb") as logf:
