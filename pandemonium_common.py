@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import NoReturn
