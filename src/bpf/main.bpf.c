@@ -44,7 +44,7 @@ static __always_inline s32 wake_sync_target(struct task_struct *p, u64 wake_flag
  * join). @p takes that CPU's local DSQ and runs the moment the waker leaves: no IPI, no
  * preemption, no queue. Elsewhere it queued behind busy loops or waited for a remote CPU to take
  * the preemption IPI, and a program launch under load took 1.3-1.5x EEVDF's time (perf sched:
- * the new child's first run waited 8 ms on average, EEVDF's 0.7 ms). Only into an empty local
+ * the new child's first run waited 8-9 ms on average, EEVDF's 1-4 ms). Only into an empty local
  * DSQ, so an exit waking many tasks does not stack them on one CPU.
  */
 static __always_inline s32 handoff_cpu(struct task_struct *p, u64 wake_flags)
