@@ -165,11 +165,13 @@ def test_latency_type_phases_run_beside_pure_busy_loops_at_a_10ms_period():
     assert "PERIOD_US=10000" in script
     assert "probe --period-us $PERIOD_US" in body("latency")
     cyc = body("cyclictest")
-    for flag in ("--policy=other", "-i $PERIOD_US", '-t "$N"', "-m", "-q", '-D "$BENCH_D"',
+    for flag in ("--policy=other", "-i $PERIOD_US", '-t "$N"', "-m", "-q", '-D "$BENCH_CYC_D"',
                  "-h 100000"):
         assert flag in cyc, flag
     assert 'hackbench -P -g "$BENCH_HB_GROUPS" -l "$BENCH_HB_LOOPS"' in body("hackbench")
     assert "hackbench" in P.SCALE_PHASES and P.PHASES["hackbench"].target == 1.1
+    env = P.Sizes().guest_env()
+    assert int(env["BENCH_CYC_D"]) == 3 * int(env["BENCH_D"])
 
 
 def test_phases_and_schedulers_narrow_the_plan_in_the_commands_order():

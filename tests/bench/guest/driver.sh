@@ -8,6 +8,7 @@
 #                   i.e. while no sched_ext scheduler is attached
 #   BENCH_PHASES    phase names, each a phase_<name> function below
 #   BENCH_D         seconds per timed phase
+#   BENCH_CYC_D     seconds of the cyclictest phase (several BENCH_D: enough wakeups for a P99)
 #   BENCH_OPS       bogo-ops per worker of the fixed throughput job (stress-ng int64)
 #   BENCH_PIPE_N, BENCH_LAUNCH_N   samples of the ipc / launch phases
 #   BENCH_MSG_LOOPS loops of perf bench sched messaging (-g 4)
@@ -179,7 +180,7 @@ phase_messaging() { perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1; 
 # the full table would flood the console dump.
 phase_cyclictest() {
     busy $((2 * N)); settle
-    cyclictest --policy=other -q -m -t "$N" -i $PERIOD_US -D "$BENCH_D" -h 100000 2>&1 \
+    cyclictest --policy=other -q -m -t "$N" -i $PERIOD_US -D "$BENCH_CYC_D" -h 100000 2>&1 \
         | awk '/^#/ { print; next } { s = 0; for (i = 2; i <= NF; i++) s += $i; if (s > 0) print }'
 }
 phase_hackbench() { busy $((2 * N)); settle; hackbench -P -g "$BENCH_HB_GROUPS" -l "$BENCH_HB_LOOPS" 2>&1; }
