@@ -143,6 +143,14 @@ static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct tas
 	if (victim < 0)
 		return false;
 	insert_local(p, tctx, victim, slice, enq_flags | SCX_ENQ_PREEMPT);
+	/*
+	 * SCX_ENQ_PREEMPT into another CPU's local DSQ did not reliably end its runner's slice:
+	 * in the VM, 30 of 47 such wakeups of a 10 ms periodic task beside a fork storm waited out
+	 * the victim's whole 20 ms batch slice (ftrace, sched_wakeup to sched_switch), against
+	 * none of 119 on the waker's own CPU. The kick ends it: 0 of 56 after.
+	 */
+	if (victim != bpf_get_smp_processor_id())
+		kick_cpu(victim, SCX_KICK_PREEMPT);
 	STAT_INC(nr_hard_kicks);
 	return true;
 }
