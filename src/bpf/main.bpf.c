@@ -15,21 +15,24 @@ char _license[] SEC("license") = "GPL";
 
 UEI_DEFINE(uei);
 
+/* Both sides of a synchronous wakeup mostly wake each other: the kernel's wake_wide() test. */
+static __always_inline bool sync_pair(struct task_struct *p, struct task_struct *waker,
+				      u64 wake_flags)
+{
+	return (wake_flags & SCX_WAKE_SYNC) && waker->wakee_flips < nr_cpu_ids_ro &&
+	       p->wakee_flips < nr_cpu_ids_ro;
+}
+
 /*
- * A synchronous wakeup between two tasks that mostly wake each other (both wakee_flips below the
- * CPU count, the test the kernel's wake_wide() uses) is a pipe pair: keep the wakee near the
- * waker, by R_eff, so the data they share stays in cache.
+ * A pipe pair that handoff_cpu() did not keep on the waker's CPU (a BATCH waker, or work queued
+ * there): keep the wakee near the waker, by R_eff, so the data they share stays in cache.
  */
 static __always_inline s32 wake_sync_target(struct task_struct *p, u64 wake_flags,
 					    struct topo_params *tp)
 {
-	struct task_struct *waker;
 	s32 wcpu, cpu;
 
-	if (!(wake_flags & SCX_WAKE_SYNC))
-		return -1;
-	waker = bpf_get_current_task_btf();
-	if (waker->wakee_flips >= nr_cpu_ids_ro || p->wakee_flips >= nr_cpu_ids_ro)
+	if (!sync_pair(p, bpf_get_current_task_btf(), wake_flags))
 		return -1;
 	wcpu = bpf_get_smp_processor_id();
 	cpu = rank_pick(p, wcpu, tp->affinity_search_budget, RANK_WANT_IDLE, 0, tp);
@@ -40,20 +43,30 @@ static __always_inline s32 wake_sync_target(struct task_struct *p, u64 wake_flag
 
 /*
  * The waker is about to give its CPU up and @p is what it waits for: a vfork() child (its parent
- * blocks until the child execs or exits) or the parent an exiting task wakes (waitpid, a thread's
- * join). @p takes that CPU's local DSQ and runs the moment the waker leaves: no IPI, no
- * preemption, no queue. Elsewhere it queued behind busy loops or waited for a remote CPU to take
- * the preemption IPI, and a program launch under load took 1.3-1.5x EEVDF's time (perf sched:
- * the new child's first run waited 8-9 ms on average, EEVDF's 1-4 ms). Only into an empty local
- * DSQ, so an exit waking many tasks does not stack them on one CPU.
+ * blocks until the child execs or exits), the parent an exiting task wakes (waitpid, a thread's
+ * join), or the other end of a pipe pair whose waker is not BATCH and has nothing queued behind
+ * it (it blocks on the reply next). @p takes that CPU's local DSQ and runs the moment the waker
+ * leaves: no IPI, no preemption, no queue. Elsewhere it queued behind busy loops or waited for a
+ * remote CPU to take the preemption IPI, and a program launch under load took 1.3-1.5x EEVDF's
+ * time (perf sched: the new child's first run waited 8-9 ms on average, EEVDF's 1-4 ms). A pipe
+ * pair sent to the idle CPU next door paid a cross-CPU wakeup per message: round-trip P50
+ * 256 us against EEVDF's 171 us, which keeps the pair on one CPU as here (ftrace: 423 of 498
+ * wakeups went to the other CPU, 52 us to first run against 25 us on the waker's). Only into an
+ * empty local DSQ, so an exit waking many tasks does not stack them on one CPU.
  */
 static __always_inline s32 handoff_cpu(struct task_struct *p, u64 wake_flags)
 {
 	struct task_struct *waker = bpf_get_current_task_btf();
 	s32 cpu = bpf_get_smp_processor_id();
+	struct task_ctx *wctx;
 
-	if (!((wake_flags & SCX_WAKE_FORK) && p->vfork_done) && !(waker->flags & PF_EXITING))
-		return -1;
+	if (!((wake_flags & SCX_WAKE_FORK) && p->vfork_done) && !(waker->flags & PF_EXITING)) {
+		if (!sync_pair(p, waker, wake_flags))
+			return -1;
+		wctx = task_ctx(waker);
+		if (!wctx || wctx->tier == TIER_BATCH || scx_bpf_dsq_nr_queued(cpu) > 0)
+			return -1;
+	}
 	if (!cpu_is_online(cpu) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
 	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0)
 		return -1;
