@@ -594,7 +594,8 @@ fn stats() {
 }
 
 /// Where the status layer leaves its sysfs captures under the guest's /results; the host reads
-/// them back with `./pandemonium.py status`'s own code (STATUS_DIR in tests/gate_runner.py).
+/// them back with `./pandemonium.py status`'s own code (STATUS_DIR in
+/// tools/pandemonium/gate_runner.py).
 const STATUS_DIR: &str = "/results/sched_ext_status";
 
 /// Copies every readable file under /sys/kernel/sched_ext to `STATUS_DIR/<name>/kernel/sched_ext`,

@@ -3,7 +3,7 @@
 import pytest
 
 from pandemonium_common import PandemoniumError
-from tests.gate_runner import parse_layers, skipped_in_log
+from tools.pandemonium.gate_runner import parse_layers, skipped_in_log
 
 
 def test_default_is_full_gate():

@@ -12,10 +12,12 @@ import time
 import pytest
 
 from pandemonium_common import PROJECT_ROOT
-from tests.stress import workloads as wl
-from tests.stress.report import Run, markdown_table, pivot_table, summary, unexpected_count
-from tests.stress.watch import ProgressWatch, progress_count
-from tests.stress.results import kernel_complaints, read_run, rescues_by_workload, split_kmsg
+from tools.pandemonium.stress import workloads as wl
+from tools.pandemonium.stress.report import (Run, markdown_table, pivot_table, summary,
+                                            unexpected_count)
+from tools.pandemonium.stress.watch import ProgressWatch, progress_count
+from tools.pandemonium.stress.results import (kernel_complaints, read_run, rescues_by_workload,
+                                             split_kmsg)
 
 STALL = ('[44.3] sched_ext: BPF scheduler "pandemonium_0.1.0" disabled (runnable task stall)')
 UNREG = ('[33.9] sched_ext: BPF scheduler "pandemonium_0.1.0" disabled '

@@ -6,8 +6,8 @@ import pytest
 
 import pandemonium
 from pandemonium_common import PandemoniumError
-from tests.bench import commands
-from tests.bench import plan as P
+from tools.pandemonium.bench import commands
+from tools.pandemonium.bench import plan as P
 
 
 def _args(*argv: str):
@@ -125,8 +125,8 @@ def test_every_command_has_help_and_known_phases(capsys):
 
 
 def test_every_phase_has_a_guest_function_and_a_parser():
-    from tests.bench.driver import GUEST_DIR
-    from tests.bench.parse import PARSERS
+    from tools.pandemonium.bench.driver import GUEST_DIR
+    from tools.pandemonium.bench.parse import PARSERS
 
     script = (GUEST_DIR / "driver.sh").read_text()
     for name in P.PHASES:
@@ -135,7 +135,7 @@ def test_every_phase_has_a_guest_function_and_a_parser():
 
 
 def test_progress_line_reports_step_status_and_eta(tmp_path):
-    from tests.bench.driver import _STEP, Progress
+    from tools.pandemonium.bench.driver import _STEP, Progress
 
     plan = P.Plan(phases=["ipc", "latency"], schedulers=[P.PANDEMONIUM], cores=[2],
                   iterations=1, sizes=P.Sizes(phase_s=4))
@@ -152,7 +152,7 @@ def test_progress_line_reports_step_status_and_eta(tmp_path):
 def test_latency_type_phases_run_beside_pure_busy_loops_at_a_10ms_period():
     import re
 
-    from tests.bench.driver import GUEST_DIR
+    from tools.pandemonium.bench.driver import GUEST_DIR
 
     script = (GUEST_DIR / "driver.sh").read_text()
 

@@ -1,5 +1,5 @@
 """Benchmarks on this machine instead of the VM: when the kernel has sched_ext and we are root,
-bench-* runs the same guest driver (tests/bench/guest/driver.sh) here, with the same environment,
+bench-* runs the same guest driver (guest/driver.sh) here, with the same environment,
 writing to <out>/native instead of the guest's /results. `--vm` forces the VM.
 
 It never takes CPUs offline on a user's machine (BENCH_NO_HOTPLUG=1): it runs at the online CPU

@@ -2,20 +2,20 @@
 
 API (for other bench commands, e.g. bench-stress):
 
-    from tests.bench.plan import Plan, Sizes, PANDEMONIUM, PANDEMONIUM_BPF
-    from tests.bench.driver import run_bench
+    from tools.pandemonium.bench.plan import Plan, Sizes, PANDEMONIUM, PANDEMONIUM_BPF
+    from tools.pandemonium.bench.driver import run_bench
 
     plan = Plan(phases=["latency", "burst"], schedulers=[PANDEMONIUM, PANDEMONIUM_BPF],
                 cores=[2, 4], iterations=3, bracket=True, sizes=Sizes())
     result = run_bench(plan, out_dir, kernel="default")
-    result.records   # tests.bench.parse.Record per (cores, iteration, scheduler, phase)
+    result.records   # parse.Record per (cores, iteration, scheduler, phase)
     result.events    # failures the guest reported (attach-failed, stop-timeout, hotplug-failed...)
     result.env       # kernel, vcpus, accel, versions
 
-tests/bench/native.py runs the same guest driver on the host instead (a sched_ext kernel, root).
+native.py (this package) runs the same guest driver on the host instead (a sched_ext kernel, root).
 
-A phase is a `phase_<name>` shell function in tests/bench/guest/driver.sh (its stdout is the raw
-output) plus a parser in tests/bench/parse.py PARSERS and an entry in tests/bench/plan.py PHASES.
+A phase is a `phase_<name>` shell function in guest/driver.sh (its stdout is the raw output) plus a
+parser in parse.py PARSERS and an entry in plan.py PHASES (all in tools/pandemonium/bench/).
 The guest boots with max(cores) vCPUs and takes CPUs offline between scheduler runs, never while
 a sched_ext scheduler is attached. A scheduler that does not stop within
 Sizes.stop_timeout_s is reported as a `stop-timeout` event and ends the run (the guest may be
@@ -40,7 +40,7 @@ from . import anchors
 from .parse import Record, parse_results
 from .plan import ATTACH_EST_S, EEVDF, Plan, accel_for, eta_s, fmt_duration
 
-GUEST_DIR = PROJECT_ROOT / "tests" / "bench" / "guest"
+GUEST_DIR = Path(__file__).resolve().parent / "guest"
 TOOLS = ["stress-ng", "perf", "cyclictest", "hackbench"]
 _STEP = re.compile(r"BENCH-STEP (\d+) (\d+) (\d+) (\d+) (\S+) (\S+) (\S+)")
 
@@ -146,7 +146,7 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
               echo: bool = False, extra_cmdline: str = "") -> BenchResult:
     """Boot max(plan.cores) vCPUs, run the plan, parse /results. accel None: accel_for()."""
     check_tools()
-    from tests.vm import run_in_vm
+    from tools.pandemonium.vm import run_in_vm
 
     vcpus = max(plan.cores)
     mode = accel or accel_for(vcpus, os.cpu_count() or 1)

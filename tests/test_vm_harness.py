@@ -15,13 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from . import accel, guest_init, initramfs, qemu
-from .apt_private import signature_failed_suites
-from .apt_sources import parse_deb822, parse_one_line, pick_debian_mirror, read_system_sources
-from .console import ConsoleState, extract_results, is_oops
-from .cpio import Archive
-from .elfdeps import parse_ldd, shared_libs
-from .kernel import KernelError, bzimage_version, choose_version, kernel_versions
+from tools.pandemonium.vm import accel, guest_init, initramfs, qemu
+from tools.pandemonium.vm.apt_private import signature_failed_suites
+from tools.pandemonium.vm.apt_sources import (parse_deb822, parse_one_line, pick_debian_mirror,
+                                              read_system_sources)
+from tools.pandemonium.vm.console import ConsoleState, extract_results, is_oops
+from tools.pandemonium.vm.cpio import Archive
+from tools.pandemonium.vm.elfdeps import parse_ldd, shared_libs
+from tools.pandemonium.vm.kernel import (KernelError, bzimage_version, choose_version,
+                                         kernel_versions)
 
 needs = lambda tool: pytest.mark.skipif(not shutil.which(tool), reason=f"{tool} not installed")  # noqa: E731
 
@@ -371,7 +373,7 @@ def test_cli_parses_vm_options_and_reports_errors(capsys):
 
 
 def test_perf_wrapper_resolves_to_real_binary(tmp_path):
-    from .elfdeps import resolve_tool
+    from tools.pandemonium.vm.elfdeps import resolve_tool
 
     wrapper = tmp_path / "perf"
     wrapper.write_text('#!/bin/sh\nversion="$(uname -r)"\nexec "perf_${version%.*-*}" "$@"\n')

@@ -109,7 +109,7 @@ def check_status_captures(results: Path | None) -> list[str]:
 
 def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, accel: str,
              extra_args: str = "") -> list[GateRun]:
-    from tests.vm import run_in_vm
+    from tools.pandemonium.vm import run_in_vm
 
     available = listed_tests(gate)
     todo = [layer for layer in layers if layer not in available]
