@@ -161,6 +161,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def add_test_parser(sub: argparse._SubParsersAction) -> None:
+    from tools.pandemonium.gate_runner import known_layers
+
     p = sub.add_parser(
         "test", help="host unit tests, then the integration gate in the VM",
         description="Install missing packages (as root), run cargo test and the Python tests "
@@ -170,9 +172,8 @@ def add_test_parser(sub: argparse._SubParsersAction) -> None:
                "  %(prog)s --no-host --gate load,classify,latency --sched-args=--no-adaptive",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gate", metavar="LAYER[,LAYER]",
-                   help="run only these gate layers (load, hotplug, errors, classify, topology, "
-                        "verifier, adaptive, watchdog, latency, responsiveness, contention, "
-                        "starvation, stats, status, full_gate); default: full_gate")
+                   help=f"run only these gate layers ({', '.join(known_layers())}); "
+                        "default: full_gate")
     p.add_argument("--cpus", default="2,4", metavar="N[,N]",
                    help="vCPU counts to run the gate at (default: 2,4)")
     p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")
