@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,12 +76,11 @@ def missing_tools() -> list[str]:
     return [t for t in TOOLS if not shutil.which(t)]
 
 
-class Progress(threading.Thread):
-    """Follows the driver's console log and prints one line per finished phase with an ETA."""
+class Progress:
+    """Called with each line of the driver's output (run_in_vm's on_line, or the native run's),
+    it prints one line per finished phase with an ETA."""
 
-    def __init__(self, console_log: Path, plan: Plan, attach_s: float = ATTACH_EST_S) -> None:
-        super().__init__(daemon=True)
-        self.path, self.stop_flag = console_log, threading.Event()
+    def __init__(self, plan: Plan, attach_s: float = ATTACH_EST_S) -> None:
         self.weights = []
         for run in plan.runs():
             for i, phase in enumerate(plan.phases):
@@ -99,24 +97,13 @@ class Progress(threading.Thread):
                 f"{m.group(5)}, {m.group(6)}: {status} | elapsed {fmt_duration(elapsed)}, "
                 f"ETA {fmt_duration(eta)}")
 
-    def run(self) -> None:
-        pos, path = 0, self.path
-        buf = ""
-        while not self.stop_flag.wait(2.0):
-            if not path.is_file():
-                continue
-            with open(path, errors="replace") as f:
-                f.seek(pos)
-                buf += f.read()
-                pos = f.tell()
-            *lines, buf = buf.split("\n")
-            for raw in lines:
-                if "BENCH-START" in raw:
-                    self.started = time.monotonic()
-                elif (m := _STEP.search(raw)):
-                    log.info("%s", self.line(m, time.monotonic() - self.started))
-                elif "BENCH-EVENT" in raw or "BENCH-ATTACHED" in raw:
-                    log.info("bench: %s", raw.strip())
+    def __call__(self, raw: str) -> None:
+        if "BENCH-START" in raw:
+            self.started = time.monotonic()
+        elif (m := _STEP.search(raw)):
+            log.info("%s", self.line(m, time.monotonic() - self.started))
+        elif "BENCH-EVENT" in raw or "BENCH-ATTACHED" in raw:
+            log.info("bench: %s", raw.strip())
 
 
 def check_tools() -> None:
@@ -162,16 +149,11 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
              fmt_duration(estimate), fmt_duration(timeout))
     vm_dir = out_dir / "vm"
     vm_dir.mkdir(parents=True, exist_ok=True)
-    progress = Progress(vm_dir / "vm-console.log", plan)
-    progress.start()
     load_before = os.getloadavg()
-    try:
-        res = run_in_vm(["sh", "/usr/local/bin/bench-driver"], cpus=vcpus, kernel=kernel,
-                        accel=mode, timeout=timeout, add=add, out_dir=vm_dir, tools=TOOLS,
-                        env=env, echo=echo, retry_on_oops=False, extra_cmdline=extra_cmdline)
-    finally:
-        progress.stop_flag.set()
-        progress.join()
+    res = run_in_vm(["sh", "/usr/local/bin/bench-driver"], cpus=vcpus, kernel=kernel,
+                    accel=mode, timeout=timeout, add=add, out_dir=vm_dir, tools=TOOLS,
+                    env=env, echo=echo, retry_on_oops=False, extra_cmdline=extra_cmdline,
+                    on_line=Progress(plan))
     try:
         records, events, genv = parse_results(vm_dir)
     except FileNotFoundError as exc:
