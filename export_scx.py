@@ -2,7 +2,7 @@
 """Export scx_pandemonium into a sched-ext/scx monorepo checkout as scheds/rust/scx_pandemonium.
 
 What lands in SCX_DIR/scheds/rust/scx_pandemonium/:
-  src/, tests/ (Rust only: not tests/vm/, not the Python tests), examples/, build_support/,
+  src/, tests/ (Rust only: not the Python tests or their fixtures), examples/, build_support/,
   build.rs, README.md, LICENSE  copied as they are: the monorepo builds with our own build.rs,
               its scx_cargo path dependency supplying the monorepo's sched_ext headers
   Cargo.toml  rewritten: monorepo crates (scx_utils, scx_stats, scx_stats_derive, scx_cargo) as
@@ -10,8 +10,8 @@ What lands in SCX_DIR/scheds/rust/scx_pandemonium/:
               declares them), libbpf-rs aligned with the monorepo's scx_utils and libbpf-cargo
               with its scx_cargo, [profile.*] dropped (only the workspace root's profiles apply)
 and the crate is registered in the root Cargo.toml's [workspace] members (kept sorted if it is).
-Not exported: target/, include/scx/, tests/vm/, .ci/, .gitignore (so build.rs leaves the
-monorepo's source tree alone: build_support/header_mirror.rs), the Python tools, Cargo.lock.
+Not exported: target/, include/scx/, .ci/, .gitignore (so build.rs leaves the monorepo's source
+tree alone: build_support/header_mirror.rs), the Python tools (tools/, *.py), Cargo.lock.
 
 Files are staged in a temporary directory and formatted there with `cargo fmt` (with the
 checkout's rustfmt.toml) before anything is compared, so a second run changes nothing. Only files
@@ -39,7 +39,7 @@ CRATE = "scx_pandemonium"
 MEMBER = f"scheds/rust/{CRATE}"
 COPY_DIRS = ("src", "tests", "examples", "benches", "build_support")
 COPY_FILES = ("build.rs", "README.md", "LICENSE", "COPYING")
-EXCLUDE_PREFIXES = ("tests/vm/", "tests/fixtures/")
+EXCLUDE_PREFIXES = ("tests/fixtures/",)
 EXCLUDE_PARTS = {"__pycache__", ".pytest_cache", "target"}
 EXCLUDE_SUFFIXES = (".py", ".pyc", ".orig", ".rej", ".swp", "~")
 # Crates the monorepo builds itself, where they usually live in a checkout.

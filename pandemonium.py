@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from pathlib import Path
 
 from pandemonium_common import PROJECT_ROOT, PandemoniumError, die, log, setup_logging
 from pandemonium_stress import add_bench_stress_parser
@@ -21,9 +22,9 @@ from pandemonium_install import (add_clean_parser, add_install_parser, add_rebui
 
 
 def add_vm_parser(sub: argparse._SubParsersAction) -> None:
-    from tests.vm.accel import MODES
-    from tests.vm.kernel import DEFAULT_KERNEL
-    from tests.vm.runner import DEFAULT_MEM_MB, DEFAULT_TIMEOUT_S
+    from tools.pandemonium.vm.accel import MODES
+    from tools.pandemonium.vm.kernel import DEFAULT_KERNEL
+    from tools.pandemonium.vm.runner import DEFAULT_MEM_MB, DEFAULT_TIMEOUT_S
 
     p = sub.add_parser(
         "vm", help="run a command as root inside a QEMU guest with a sched_ext kernel",
@@ -72,7 +73,7 @@ def add_vm_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_vm(args: argparse.Namespace) -> int:
-    from tests.vm import run_in_vm
+    from tools.pandemonium.vm import run_in_vm
 
     cmd = args.passthrough if args.passthrough is not None else args.cmd
     if not cmd:
@@ -144,7 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         log.info("this kernel has sched_ext: running %s (Ctrl-C stops it)", " ".join(cmd))
         return subprocess.call(cmd)
 
-    from tests.vm import run_in_vm
+    from tools.pandemonium.vm import run_in_vm
 
     if args.duration < 1 or args.cpus < 1:
         die("run: --duration and --cpus must be at least 1", 2)
@@ -160,6 +161,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def add_test_parser(sub: argparse._SubParsersAction) -> None:
+    from tools.pandemonium.gate_runner import known_layers
+
     p = sub.add_parser(
         "test", help="host unit tests, then the integration gate in the VM",
         description="Install missing packages (as root), run cargo test and the Python tests "
@@ -169,9 +172,8 @@ def add_test_parser(sub: argparse._SubParsersAction) -> None:
                "  %(prog)s --no-host --gate load,classify,latency --sched-args=--no-adaptive",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gate", metavar="LAYER[,LAYER]",
-                   help="run only these gate layers (load, hotplug, errors, classify, topology, "
-                        "verifier, adaptive, watchdog, latency, responsiveness, contention, "
-                        "starvation, stats, status, full_gate); default: full_gate")
+                   help=f"run only these gate layers ({', '.join(known_layers())}); "
+                        "default: full_gate")
     p.add_argument("--cpus", default="2,4", metavar="N[,N]",
                    help="vCPU counts to run the gate at (default: 2,4)")
     p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")
@@ -190,7 +192,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     import time
 
     import pandemonium_build as build
-    from tests import gate_runner
+    from tools.pandemonium import gate_runner
 
     started = time.monotonic()
     try:
@@ -219,7 +221,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 
 def add_bench_parsers(sub: argparse._SubParsersAction) -> None:
-    from tests.bench.commands import add_all
+    from tools.pandemonium.bench.commands import add_all
 
     add_all(sub)
 
@@ -239,8 +241,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# tests/bench-power.py and tests/bench-fork-thread.py (issue #7 names both scripts) are links to
+# this file: run by one of these names, it is that subcommand.
+LINKED_COMMANDS = ("bench-power", "bench-fork-thread")
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    if argv is None:
+        argv = sys.argv[1:]
+        if Path(sys.argv[0]).stem in LINKED_COMMANDS:
+            argv = [Path(sys.argv[0]).stem, *argv]
     passthrough = None
     if "--" in argv:
         cut = argv.index("--")

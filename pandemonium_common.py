@@ -1,4 +1,4 @@
-"""Helpers shared by pandemonium.py and the tools under tests/.
+"""Helpers shared by pandemonium.py and the tools under tools/pandemonium/.
 
 Standard library only: these run on bare CI machines before anything is installed.
 """

@@ -1,7 +1,8 @@
 """`pandemonium.py bench-stress`: the reliability matrix (kernels x vCPUs x modes x workloads) in
-the VM. One guest boot per (kernel, vCPUs, mode) runs every workload through tests/stress/driver.sh;
-the outcomes are judged on the host (tests/stress/results.py) and reported as a Markdown table and
-JSON under ~/.cache/pandemonium/stress/<timestamp>/."""
+the VM. One guest boot per (kernel, vCPUs, mode) runs every workload through
+tools/pandemonium/stress/driver.sh; the outcomes are judged on the host
+(tools/pandemonium/stress/results.py) and reported as a Markdown table and JSON under
+~/.cache/pandemonium/stress/<timestamp>/."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import argparse
 import time
 
 from pandemonium_common import PandemoniumError, cache_dir, die, log
-from tests.stress import workloads as wl
-from tests.stress.report import (Run, incomplete, kernel_limit_count, markdown_table, pivot_table,
-                                 summary, unexpected_count, write_json)
-from tests.stress.results import read_run
-from tests.stress.watch import ProgressWatch
+from tools.pandemonium.stress import workloads as wl
+from tools.pandemonium.stress.report import (Run, incomplete, kernel_limit_count, markdown_table,
+                                             pivot_table, summary, unexpected_count, write_json)
+from tools.pandemonium.stress.results import read_run
+from tools.pandemonium.stress.watch import is_progress
 
 
 def add_bench_stress_parser(sub: argparse._SubParsersAction) -> None:
@@ -72,21 +73,20 @@ def _settings(args: argparse.Namespace) -> dict:
 
 
 def _run_one(kernel: str, cpus: int, mode: str, s: dict, accel: str, out_root) -> Run:
-    from tests.vm import run_in_vm
+    from tools.pandemonium.vm import run_in_vm
 
     out = out_root / f"{kernel}-{cpus}cpu-{mode}"
     cmd = ["sh", wl.GUEST_DRIVER, str(s["duration"]), wl.MODES[mode], *s["workloads"]]
     log.info("bench-stress: kernel %s, %d vCPUs, %s: %d workloads x %d s", kernel, cpus, mode,
              len(s["workloads"]), s["duration"])
     stall_s = wl.progress_timeout(s["duration"])
-    with ProgressWatch(out / "vm-console.log", stall_s) as watch:
-        res = run_in_vm(cmd, cpus=cpus, mem_mb=wl.GUEST_MEM_MB, kernel=kernel, accel=accel,
-                        out_dir=out, timeout=wl.vm_timeout(len(s["workloads"]), s["duration"]),
-                        add=[(str(wl.DRIVER), wl.GUEST_DRIVER)],
-                        tools=wl.GUEST_TOOLS, echo=False,
-                        extra_cmdline="rcupdate.rcu_task_stall_timeout=20000 log_buf_len=8M")
+    res = run_in_vm(cmd, cpus=cpus, mem_mb=wl.GUEST_MEM_MB, kernel=kernel, accel=accel,
+                    out_dir=out, timeout=wl.vm_timeout(len(s["workloads"]), s["duration"]),
+                    add=[(str(wl.DRIVER), wl.GUEST_DRIVER)], tools=wl.GUEST_TOOLS, echo=False,
+                    on_line=is_progress, progress_timeout=stall_s,
+                    extra_cmdline="rcupdate.rcu_task_stall_timeout=20000 log_buf_len=8M")
     wedged = ([f"the guest wedged: no progress for {stall_s:.0f} s, stopped by the host"]
-              if watch.fired else [])
+              if res.stalled else [])
     cells, problems, limits = read_run(res.out_dir, res.kernel_version, cpus, mode,
                                        s["workloads"], s["duration"], res.rc,
                                        console=res.log_path, rt_workloads=wl.RT_WORKLOADS,

@@ -3,10 +3,10 @@
 //! `#[ignore]`d so `cargo test` on an ordinary host skips it; `./pandemonium.py test` runs it
 //! inside the VM with `--ignored --test-threads=1`.
 //!
-//! Layers: load (with one CPU hotplug cycle), errors, classify, topology, verifier, adaptive,
-//! watchdog, latency, responsiveness, stats, status, hotplug (four cycles) and the faults (kill9,
-//! sysrq, sigterm_load, start_twice, procdb_faults), contention and starvation run in full_gate,
-//! in that order; `--gate LAYER` runs one alone.
+//! Each `#[test]` here is a layer, by its name: `./pandemonium.py test --gate LAYER` runs one alone
+//! (the runner, tools/pandemonium/gate_runner.py, reads the names from this file). full_gate runs
+//! every other layer in one boot, in the order of its body (load with one CPU hotplug cycle,
+//! hotplug with four).
 
 mod gate_support;
 
@@ -594,7 +594,8 @@ fn stats() {
 }
 
 /// Where the status layer leaves its sysfs captures under the guest's /results; the host reads
-/// them back with `./pandemonium.py status`'s own code (STATUS_DIR in tests/gate_runner.py).
+/// them back with `./pandemonium.py status`'s own code (STATUS_DIR in
+/// tools/pandemonium/gate_runner.py).
 const STATUS_DIR: &str = "/results/sched_ext_status";
 
 /// Copies every readable file under /sys/kernel/sched_ext to `STATUS_DIR/<name>/kernel/sched_ext`,

@@ -4,16 +4,14 @@ unit starts, against a whole fake system built in a tmp dir (its root is passed 
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import pandemonium_coexist as coexist
+import pandemonium_install as inst
 
-import pandemonium_coexist as coexist  # noqa: E402
-import pandemonium_install as inst  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OURS_VERSION = ("scx_pandemonium 0.1.0 (git 0123456789ab)\ntarget: x86_64-unknown-linux-gnu\n"
                 "BPF: clang-19 19.1.7, -std=gnu23; vmlinux.h: scx_cargo bundle")

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import export_scx
 
-import export_scx  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 with warnings.catch_warnings():
     # `slow` is this file's own marker; no pytest configuration registers it.

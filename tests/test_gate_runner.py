@@ -1,9 +1,13 @@
 """Host tests of the gate runner's pure parts: layer selection and skip reporting."""
 
+import re
+import subprocess
+import sys
+
 import pytest
 
-from pandemonium_common import PandemoniumError
-from tests.gate_runner import parse_layers, skipped_in_log
+from pandemonium_common import PROJECT_ROOT, PandemoniumError
+from tools.pandemonium.gate_runner import GATE_SOURCE, known_layers, parse_layers, skipped_in_log
 
 
 def test_default_is_full_gate():
@@ -24,3 +28,23 @@ def test_skips_are_read_from_the_console_log(tmp_path):
                    "GATE-SKIP hotplug: not in full_gate yet\n")
     assert skipped_in_log(log) == ["contention", "hotplug"]
     assert skipped_in_log(tmp_path / "missing.log") == []
+
+
+def test_the_layers_are_the_gate_tests(tmp_path):
+    src = tmp_path / "gate.rs"
+    src.write_text("fn layer_load() {}\n#[test]\n#[ignore = \"needs root\"]\nfn full_gate() {}\n"
+                   "#[test]\n#[ignore = \"needs root\"]\nfn load() {\n    layer_load();\n}\n"
+                   "#[test]\nfn classify() {}\n")
+    assert known_layers(src) == ["classify", "load", "full_gate"]
+    layers = known_layers()
+    assert len(layers) == GATE_SOURCE.read_text().splitlines().count("#[test]")
+    assert layers[-1] == "full_gate"
+    assert {"load", "hotplug", "kill9", "procdb_faults", "interactive", "status"} <= set(layers)
+
+
+def test_test_help_lists_every_layer():
+    out = subprocess.run([sys.executable, str(PROJECT_ROOT / "pandemonium.py"), "test", "--help"],
+                         capture_output=True, text=True, cwd=PROJECT_ROOT)
+    assert out.returncode == 0, out.stderr
+    listed = re.search(r"run only these gate layers \(([^)]*)\)", " ".join(out.stdout.split()))
+    assert listed and listed.group(1).split(", ") == known_layers()

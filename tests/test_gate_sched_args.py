@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-import tests.vm
+import tools.pandemonium.vm
 from pandemonium_common import PandemoniumError
-from tests import gate_runner
+from tools.pandemonium import gate_runner
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,7 +30,7 @@ def _fake_vm(monkeypatch, seen):
         seen.append((cmd, kw.get("env")))
         return SimpleNamespace(kernel_version="6.18", rc=0, accel_used="tcg", duration_s=1.0,
                                log_path="/nonexistent")
-    monkeypatch.setattr(tests.vm, "run_in_vm", run_in_vm)
+    monkeypatch.setattr(tools.pandemonium.vm, "run_in_vm", run_in_vm)
     monkeypatch.setattr(gate_runner, "listed_tests", lambda gate: {"load", "classify"})
 
 

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import pandemonium
+import pandemonium_install as inst
+from pandemonium_common import PandemoniumError
 
-import pandemonium  # noqa: E402
-import pandemonium_install as inst  # noqa: E402
-from pandemonium_common import PandemoniumError  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TOOL = ROOT / "pandemonium.py"
 

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import re
 import stat
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import pandemonium_build as build
+import pandemonium_packages as pkgs
+from pandemonium_common import PandemoniumError
 
-import pandemonium_build as build  # noqa: E402
-import pandemonium_packages as pkgs  # noqa: E402
-from pandemonium_common import PandemoniumError  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 HEADER = "tool check group apt pacman dnf\n"
 
@@ -40,9 +38,9 @@ def test_the_table_names_a_package_for_every_manager():
 
 
 def test_every_tool_the_code_asks_for_by_name_is_in_the_table():
-    from tests import gate_runner
-    from tests.bench import driver
-    from tests.stress import workloads
+    from tools.pandemonium import gate_runner
+    from tools.pandemonium.bench import driver
+    from tools.pandemonium.stress import workloads
 
     table = pkgs.load()
     for tool in [*gate_runner.GUEST_TOOLS, *workloads.GUEST_TOOLS, *driver.TOOLS, "cc",
@@ -54,8 +52,8 @@ def test_no_message_spells_out_an_apt_command_of_its_own():
     """The table is the one place package names live; apt-get may only be run, not advised."""
     spelled_out = re.compile(r"(apt-get install|pacman -S|dnf install) [\w-]")
     offenders = []
-    for path in [*ROOT.glob("*.py"), *ROOT.glob("tests/**/*.py"), ROOT / "build.rs",
-                 *ROOT.glob("build_support/*.rs")]:
+    for path in [*ROOT.glob("*.py"), *ROOT.glob("tools/**/*.py"), *ROOT.glob("tests/**/*.py"),
+                 ROOT / "build.rs", *ROOT.glob("build_support/*.rs")]:
         if path.name.startswith("test_"):
             continue
         for no, line in enumerate(path.read_text().splitlines(), 1):

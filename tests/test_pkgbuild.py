@@ -8,19 +8,17 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import pandemonium_build as build
+import pandemonium_install as install
+import pandemonium_packages as pkgs
+from pandemonium_common import cargo_target_dir
 
-import pandemonium_build as build  # noqa: E402
-import pandemonium_install as install  # noqa: E402
-import pandemonium_packages as pkgs  # noqa: E402
-from pandemonium_common import cargo_target_dir  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 PKGBUILD = ROOT / "packaging/arch/PKGBUILD"
 SCALARS = ("pkgname", "_crate", "pkgver", "pkgrel", "pkgdesc")

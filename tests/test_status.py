@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import pandemonium_install as inst
+from pandemonium_common import SchedExtState, sched_ext_state
 
-import pandemonium_install as inst  # noqa: E402
-from pandemonium_common import SchedExtState, sched_ext_state  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def make_sysfs(root: Path, state: str | None, ops: str | None = None) -> Path:
@@ -180,21 +179,21 @@ def test_systemctl_present_but_systemd_not_running(tmp_path, monkeypatch, no_bui
 # -- the gate's captures: status read back from real guest sysfs trees --------------
 
 def _captures(tmp_path: Path, running: tuple, stopped: tuple) -> Path:
-    from tests.gate_runner import STATUS_DIR
+    from tools.pandemonium.gate_runner import STATUS_DIR
     for name, (state, ops) in (("running", running), ("stopped", stopped)):
         make_sysfs(tmp_path / STATUS_DIR / name, state, ops)
     return tmp_path
 
 
 def test_gate_captures_read_as_attached_then_idle(tmp_path):
-    from tests.gate_runner import check_status_captures
+    from tools.pandemonium.gate_runner import check_status_captures
     root = _captures(tmp_path, ("enabled", "pandemonium_0.1.0_x86_64_unknown_linux_gnu"),
                      ("disabled", None))
     assert check_status_captures(root) == []
 
 
 def test_gate_captures_catch_a_wrong_report(tmp_path):
-    from tests.gate_runner import check_status_captures
+    from tools.pandemonium.gate_runner import check_status_captures
     # Another scheduler attached while ours should have been, and still enabled after the stop.
     root = _captures(tmp_path, ("enabled", "lavd_1.0.0"), ("enabled", "pandemonium_0.1.0"))
     problems = check_status_captures(root)
@@ -204,7 +203,7 @@ def test_gate_captures_catch_a_wrong_report(tmp_path):
 
 
 def test_gate_captures_missing_is_a_problem(tmp_path):
-    from tests.gate_runner import check_status_captures
+    from tools.pandemonium.gate_runner import check_status_captures
     problems = check_status_captures(tmp_path)
     assert len(problems) == 2 and all("no captured sched_ext tree" in p for p in problems)
     assert len(check_status_captures(None)) == 2

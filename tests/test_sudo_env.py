@@ -11,17 +11,16 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import pandemonium_build as build  # noqa: E402
-import pandemonium_install as install  # noqa: E402
-from pandemonium_common import (  # noqa: E402
+import pandemonium_build as build
+import pandemonium_install as install
+from pandemonium_common import (
     SUDO_KEEP_ENV,
     PandemoniumError,
     sudo_argv,
     sudo_command,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 KEEP = "sudo --preserve-env=BPF_CLANG,CARGO_TARGET_DIR"
 

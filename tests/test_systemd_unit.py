@@ -6,16 +6,14 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import pandemonium_install as inst
 
-import pandemonium_install as inst  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 UNIT = ROOT / "systemd" / "pandemonium.service"
 ANALYZE = shutil.which("systemd-analyze")

@@ -11,7 +11,7 @@ EEVDF = "eevdf"
 PANDEMONIUM = "pandemonium"
 PANDEMONIUM_BPF = "pandemonium-bpf"
 OURS = (PANDEMONIUM, PANDEMONIUM_BPF)
-# Every other scheduler in a plan is an external one (tests/bench/anchors.py): a known anchor
+# Every other scheduler in a plan is an external one (anchors.py): a known anchor
 # (bpfland, lavd, upstream) or "ext:<basename>" for a binary given by path.
 
 

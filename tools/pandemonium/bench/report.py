@@ -1,5 +1,5 @@
 """Benchmark output: Markdown tables (value + ratio to EEVDF + target, the scoreboard first) and
-the JSON archive. Plots: tests/bench/plots.py."""
+the JSON archive. Plots: tools/pandemonium/bench/plots.py."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 # under scx_pandemonium. Shows whether the kernel serves ext tasks under RT load (its sched_ext
 # deadline server, 6.19+) or not (6.18: the ext task starves and the kernel ejects the scheduler).
 # usage: ./pandemonium.py vm --cpus 2 [--kernel latest] --tool chrt \
-#            --add tests/stress/rt_starvation_probe.sh -- /usr/local/bin/rt_starvation_probe.sh
+#            --add tools/pandemonium/stress/rt_starvation_probe.sh -- /usr/local/bin/rt_starvation_probe.sh
 echo "rt_runtime_us $(cat /proc/sys/kernel/sched_rt_runtime_us) rt_period_us $(cat /proc/sys/kernel/sched_rt_period_us)"
 mount -t debugfs none /sys/kernel/debug 2>/dev/null
 echo "debugfs sched: $(ls /sys/kernel/debug/sched/ | tr '\n' ' ')"

@@ -11,17 +11,20 @@ import shutil
 import struct
 import subprocess
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
 
-from . import accel, guest_init, initramfs, qemu
-from .apt_private import signature_failed_suites
-from .apt_sources import parse_deb822, parse_one_line, pick_debian_mirror, read_system_sources
-from .console import ConsoleState, extract_results, is_oops
-from .cpio import Archive
-from .elfdeps import parse_ldd, shared_libs
-from .kernel import KernelError, bzimage_version, choose_version, kernel_versions
+from tools.pandemonium.vm import accel, guest_init, initramfs, qemu
+from tools.pandemonium.vm.apt_private import signature_failed_suites
+from tools.pandemonium.vm.apt_sources import (parse_deb822, parse_one_line, pick_debian_mirror,
+                                              read_system_sources)
+from tools.pandemonium.vm.console import ConsoleState, extract_results, is_oops
+from tools.pandemonium.vm.cpio import Archive
+from tools.pandemonium.vm.elfdeps import parse_ldd, shared_libs
+from tools.pandemonium.vm.kernel import (KernelError, bzimage_version, choose_version,
+                                         kernel_versions)
 
 needs = lambda tool: pytest.mark.skipif(not shutil.which(tool), reason=f"{tool} not installed")  # noqa: E731
 
@@ -371,7 +374,7 @@ def test_cli_parses_vm_options_and_reports_errors(capsys):
 
 
 def test_perf_wrapper_resolves_to_real_binary(tmp_path):
-    from .elfdeps import resolve_tool
+    from tools.pandemonium.vm.elfdeps import resolve_tool
 
     wrapper = tmp_path / "perf"
     wrapper.write_text('#!/bin/sh\nversion="$(uname -r)"\nexec "perf_${version%.*-*}" "$@"\n')
@@ -380,3 +383,70 @@ def test_perf_wrapper_resolves_to_real_binary(tmp_path):
     shutil.copy(Path(shutil.which("true")).resolve(), real)  # any ELF will do
     assert resolve_tool(str(wrapper)) == real
     assert resolve_tool(str(real)) == real
+
+
+def _child(script: str) -> subprocess.Popen:
+    return subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def test_follow_copies_the_output_and_hands_over_every_line(tmp_path):
+    from tools.pandemonium.vm.follow import EOF, follow
+
+    seen = []
+    proc = _child("printf 'one\\ntwo\\r\\n\\377 three'")
+    with open(tmp_path / "log", "wb") as log:
+        ended = follow(proc, log, seen.append, deadline=time.monotonic() + 30)
+    proc.wait()
+    assert ended == EOF
+    assert seen == ["one", "two\r", "\ufffd three"]
+    assert (tmp_path / "log").read_bytes() == b"one\ntwo\r\n\xff three"
+
+
+def test_follow_stops_at_the_deadline_without_progress_or_when_told(tmp_path):
+    from tools.pandemonium.vm.follow import STALLED, TIMEOUT, Stop, follow
+
+    def stop_at_fatal(line):
+        seen.append(line)
+        if "fatal" in line:
+            raise Stop("told to")
+        return line.startswith("progress")
+
+    log = open(tmp_path / "log", "wb")
+    for script, stall_s, expect, lines in (
+            ("echo progress; exec sleep 20", None, TIMEOUT, ["progress"]),
+            ("echo progress; echo chatter; exec sleep 20", 0.3, STALLED, ["progress", "chatter"]),
+            ("printf 'fatal x\\nafter\\n'; exec sleep 20", None, "told to", ["fatal x", "after"])):
+        seen = []
+        proc = _child(script)
+        started = time.monotonic()
+        ended = follow(proc, log, stop_at_fatal, deadline=started + 1.5, stall_s=stall_s)
+        proc.kill()
+        proc.wait()
+        assert (ended, seen) == (expect, lines), script
+        assert time.monotonic() - started < 10
+    log.close()
+
+
+def test_follow_ends_when_the_child_exits_though_its_output_stays_open(tmp_path):
+    from tools.pandemonium.vm.follow import EOF, follow
+
+    proc = _child("echo done; sleep 5 & exit 0")  # the background sleep keeps the pipe open
+    with open(tmp_path / "log", "wb") as log:
+        started = time.monotonic()
+        ended = follow(proc, log, lambda line: None, deadline=started + 15)
+    assert ended == EOF and time.monotonic() - started < 10
+    proc.stdout.close()
+
+
+def test_boot_stops_at_a_fatal_qemu_message(tmp_path):
+    fake = tmp_path / "fake-qemu"
+    fake.write_text("#!/bin/sh\necho booting\necho 'KVM internal error. Suberror: 1'\n"
+                    "exec sleep 20\n")
+    fake.chmod(0o755)
+    lines = []
+    res = qemu.boot([str(fake)], ConsoleState("n0nce"), timeout_s=15,
+                    log_path=tmp_path / "vm-console.log", echo=False, on_line=lines.append)
+    assert res.stop_reason == "QEMU reported 'KVM internal error'"
+    assert not res.timed_out and not res.stalled and res.duration_s < 10
+    assert lines == ["booting", "KVM internal error. Suberror: 1"]

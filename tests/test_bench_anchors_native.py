@@ -13,10 +13,10 @@ import pytest
 
 import pandemonium
 from pandemonium_common import PandemoniumError
-from tests.bench import anchors, commands, native, plots
-from tests.bench import plan as P
-from tests.bench.driver import GUEST_DIR, driver_env
-from tests.bench.parse import parse_results
+from tools.pandemonium.bench import anchors, commands, native, plots
+from tools.pandemonium.bench import plan as P
+from tools.pandemonium.bench.driver import GUEST_DIR, driver_env
+from tools.pandemonium.bench.parse import parse_results
 
 
 @pytest.fixture

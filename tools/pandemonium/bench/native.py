@@ -1,5 +1,5 @@
 """Benchmarks on this machine instead of the VM: when the kernel has sched_ext and we are root,
-bench-* runs the same guest driver (tests/bench/guest/driver.sh) here, with the same environment,
+bench-* runs the same guest driver (guest/driver.sh) here, with the same environment,
 writing to <out>/native instead of the guest's /results. `--vm` forces the VM.
 
 It never takes CPUs offline on a user's machine (BENCH_NO_HOTPLUG=1): it runs at the online CPU
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pandemonium_common import PandemoniumError, log, sched_ext_state, scheduler_binary
 
+from ..vm.follow import follow
 from .driver import GUEST_DIR, BenchResult, Progress, _first_line, benchlat_binary, \
     check_tools, driver_env
 from .parse import parse_results
@@ -91,22 +92,21 @@ def run_native(plan: Plan, out_dir: Path, echo: bool = False) -> BenchResult:
     log.info("bench: %d runs x %d phases natively at %d CPUs, roughly %s (timeout %s)",
              len(plan.runs()), len(plan.phases), plan.cores[0], fmt_duration(plan.estimate_s()),
              fmt_duration(timeout))
-    progress = Progress(console, plan)
-    progress.start()
     load_before = os.getloadavg()
     started = time.monotonic()
     timed_out = False
-    with open(console, "w") as out:
-        proc = subprocess.Popen(["sh", str(GUEST_DIR / "driver.sh")], env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+    with open(console, "wb") as out:
+        proc = subprocess.Popen(["sh", str(GUEST_DIR / "driver.sh")], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
         try:
-            rc = proc.wait(timeout=timeout)
+            follow(proc, out, Progress(plan), deadline=started + timeout)
+            rc = proc.wait(timeout=max(0.0, started + timeout - time.monotonic()))
         except subprocess.TimeoutExpired:
             timed_out = True
             rc = _stop(proc)
         finally:
-            progress.stop_flag.set()
-            progress.join()
+            proc.stdout.close()
     if echo:
         print(console.read_text(errors="replace"), flush=True)
     try:

@@ -2,20 +2,20 @@
 
 API (for other bench commands, e.g. bench-stress):
 
-    from tests.bench.plan import Plan, Sizes, PANDEMONIUM, PANDEMONIUM_BPF
-    from tests.bench.driver import run_bench
+    from tools.pandemonium.bench.plan import Plan, Sizes, PANDEMONIUM, PANDEMONIUM_BPF
+    from tools.pandemonium.bench.driver import run_bench
 
     plan = Plan(phases=["latency", "burst"], schedulers=[PANDEMONIUM, PANDEMONIUM_BPF],
                 cores=[2, 4], iterations=3, bracket=True, sizes=Sizes())
     result = run_bench(plan, out_dir, kernel="default")
-    result.records   # tests.bench.parse.Record per (cores, iteration, scheduler, phase)
+    result.records   # parse.Record per (cores, iteration, scheduler, phase)
     result.events    # failures the guest reported (attach-failed, stop-timeout, hotplug-failed...)
     result.env       # kernel, vcpus, accel, versions
 
-tests/bench/native.py runs the same guest driver on the host instead (a sched_ext kernel, root).
+native.py (this package) runs the same guest driver on the host instead (a sched_ext kernel, root).
 
-A phase is a `phase_<name>` shell function in tests/bench/guest/driver.sh (its stdout is the raw
-output) plus a parser in tests/bench/parse.py PARSERS and an entry in tests/bench/plan.py PHASES.
+A phase is a `phase_<name>` shell function in guest/driver.sh (its stdout is the raw output) plus a
+parser in parse.py PARSERS and an entry in plan.py PHASES (all in tools/pandemonium/bench/).
 The guest boots with max(cores) vCPUs and takes CPUs offline between scheduler runs, never while
 a sched_ext scheduler is attached. A scheduler that does not stop within
 Sizes.stop_timeout_s is reported as a `stop-timeout` event and ends the run (the guest may be
@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +39,7 @@ from . import anchors
 from .parse import Record, parse_results
 from .plan import ATTACH_EST_S, EEVDF, Plan, accel_for, eta_s, fmt_duration
 
-GUEST_DIR = PROJECT_ROOT / "tests" / "bench" / "guest"
+GUEST_DIR = Path(__file__).resolve().parent / "guest"
 TOOLS = ["stress-ng", "perf", "cyclictest", "hackbench"]
 _STEP = re.compile(r"BENCH-STEP (\d+) (\d+) (\d+) (\d+) (\S+) (\S+) (\S+)")
 
@@ -77,12 +76,11 @@ def missing_tools() -> list[str]:
     return [t for t in TOOLS if not shutil.which(t)]
 
 
-class Progress(threading.Thread):
-    """Follows the driver's console log and prints one line per finished phase with an ETA."""
+class Progress:
+    """Called with each line of the driver's output (run_in_vm's on_line, or the native run's),
+    it prints one line per finished phase with an ETA."""
 
-    def __init__(self, console_log: Path, plan: Plan, attach_s: float = ATTACH_EST_S) -> None:
-        super().__init__(daemon=True)
-        self.path, self.stop_flag = console_log, threading.Event()
+    def __init__(self, plan: Plan, attach_s: float = ATTACH_EST_S) -> None:
         self.weights = []
         for run in plan.runs():
             for i, phase in enumerate(plan.phases):
@@ -99,24 +97,13 @@ class Progress(threading.Thread):
                 f"{m.group(5)}, {m.group(6)}: {status} | elapsed {fmt_duration(elapsed)}, "
                 f"ETA {fmt_duration(eta)}")
 
-    def run(self) -> None:
-        pos, path = 0, self.path
-        buf = ""
-        while not self.stop_flag.wait(2.0):
-            if not path.is_file():
-                continue
-            with open(path, errors="replace") as f:
-                f.seek(pos)
-                buf += f.read()
-                pos = f.tell()
-            *lines, buf = buf.split("\n")
-            for raw in lines:
-                if "BENCH-START" in raw:
-                    self.started = time.monotonic()
-                elif (m := _STEP.search(raw)):
-                    log.info("%s", self.line(m, time.monotonic() - self.started))
-                elif "BENCH-EVENT" in raw or "BENCH-ATTACHED" in raw:
-                    log.info("bench: %s", raw.strip())
+    def __call__(self, raw: str) -> None:
+        if "BENCH-START" in raw:
+            self.started = time.monotonic()
+        elif (m := _STEP.search(raw)):
+            log.info("%s", self.line(m, time.monotonic() - self.started))
+        elif "BENCH-EVENT" in raw or "BENCH-ATTACHED" in raw:
+            log.info("bench: %s", raw.strip())
 
 
 def check_tools() -> None:
@@ -146,7 +133,7 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
               echo: bool = False, extra_cmdline: str = "") -> BenchResult:
     """Boot max(plan.cores) vCPUs, run the plan, parse /results. accel None: accel_for()."""
     check_tools()
-    from tests.vm import run_in_vm
+    from tools.pandemonium.vm import run_in_vm
 
     vcpus = max(plan.cores)
     mode = accel or accel_for(vcpus, os.cpu_count() or 1)
@@ -162,16 +149,11 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
              fmt_duration(estimate), fmt_duration(timeout))
     vm_dir = out_dir / "vm"
     vm_dir.mkdir(parents=True, exist_ok=True)
-    progress = Progress(vm_dir / "vm-console.log", plan)
-    progress.start()
     load_before = os.getloadavg()
-    try:
-        res = run_in_vm(["sh", "/usr/local/bin/bench-driver"], cpus=vcpus, kernel=kernel,
-                        accel=mode, timeout=timeout, add=add, out_dir=vm_dir, tools=TOOLS,
-                        env=env, echo=echo, retry_on_oops=False, extra_cmdline=extra_cmdline)
-    finally:
-        progress.stop_flag.set()
-        progress.join()
+    res = run_in_vm(["sh", "/usr/local/bin/bench-driver"], cpus=vcpus, kernel=kernel,
+                    accel=mode, timeout=timeout, add=add, out_dir=vm_dir, tools=TOOLS,
+                    env=env, echo=echo, retry_on_oops=False, extra_cmdline=extra_cmdline,
+                    on_line=Progress(plan))
     try:
         records, events, genv = parse_results(vm_dir)
     except FileNotFoundError as exc:

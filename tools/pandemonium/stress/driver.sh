@@ -7,7 +7,7 @@
 # monitor (a duty-cycled `scx_pandemonium stress` worker that reports the longest time it went
 # without the CPU). The scheduler is restarted only if it died; every stop has a deadline, so a
 # hang on exit is recorded instead of stalling the whole run. Results go to /results:
-#   cells.txt       one "cell key=value..." line per workload (parsed by tests/stress/results.py)
+#   cells.txt       one "cell key=value..." line per workload (parsed by results.py here)
 #   W.*.json        the JSON reports of the stress tools of workload W
 #   sched.log       the scheduler's -v output, with "@@ begin W" / "@@ end W" markers
 #   dmesg.txt       the kernel log, with "pandemonium-stress: begin W" markers

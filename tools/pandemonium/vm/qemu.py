@@ -1,21 +1,21 @@
-"""Boot one QEMU guest, stream its serial console, enforce a timeout."""
+"""Boot one QEMU guest, stream its serial console, enforce a timeout and a no-progress limit."""
 
 from __future__ import annotations
 
-import os
-import selectors
 import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from pandemonium_common import PandemoniumError
 from pandemonium_packages import missing_message
 
 from .accel import QEMU_ACCEL_ARGS
-from .console import ConsoleState
+from .console import ConsoleState, clean
+from .follow import EOF, STALLED, TIMEOUT, Stop, follow
 
 QEMU = "qemu-system-x86_64"
 # loglevel=5 lets KERN_WARNING (WARN splats, sched_ext errors) through but not the
@@ -23,7 +23,7 @@ QEMU = "qemu-system-x86_64"
 # instead of leaving a wedged guest to run into the timeout.
 BASE_CMDLINE = "console=ttyS0 loglevel=5 panic=-1 oops=panic rdinit=/init"
 # After these QEMU stops the vCPU but keeps running: waiting for the timeout is pointless.
-_QEMU_FATAL = (b"KVM internal error", b"emulation failure")
+_QEMU_FATAL = ("KVM internal error", "emulation failure")
 
 
 class QemuError(PandemoniumError):
@@ -37,6 +37,7 @@ class BootResult:
     timed_out: bool
     duration_s: float
     stop_reason: str | None = None  # why the harness stopped QEMU early, if it did
+    stalled: bool = False  # stopped because no progress line came for stall_s
 
     @property
     def exit_code(self) -> int | None:
@@ -55,44 +56,23 @@ def qemu_command(vmlinuz: Path, initrd: Path, *, cpus: int, mem_mb: int, accel: 
 
 
 def boot(cmd: list[str], console: ConsoleState, *, timeout_s: float, log_path: Path,
-         echo: bool = True) -> BootResult:
+         echo: bool = True, on_line: Callable[[str], object] | None = None,
+         stall_s: float | None = None) -> BootResult:
+    """Run QEMU until the guest powers off, timeout_s passes, QEMU reports a fatal error, or (with
+    stall_s) no progress line has come for stall_s seconds. on_line(line) gets each console line
+    outside the results dump, cleaned (console.clean), and returns true when it is progress;
+    without on_line every line is."""
     if not shutil.which(cmd[0]):
         raise QemuError(missing_message([cmd[0]]))
     start = time.monotonic()
-    deadline = start + timeout_s
     with open(log_path, "wb") as logf:
         logf.write(("# " + " ".join(cmd) + "\n").encode())
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
-        timed_out = False
-        stop_reason = None
-        pending = b""
-        sel = selectors.DefaultSelector()
-        sel.register(proc.stdout, selectors.EVENT_READ)
         try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    timed_out = True
-                    break
-                if not sel.select(timeout=min(left, 1.0)):
-                    continue
-                chunk = os.read(proc.stdout.fileno(), 65536)
-                if not chunk:
-                    break
-                logf.write(chunk)
-                logf.flush()
-                *lines, pending = (pending + chunk).split(b"\n")
-                for line in lines:
-                    _handle(line, console, echo)
-                fatal = next((f for f in _QEMU_FATAL for line in lines if f in line), None)
-                if fatal:
-                    stop_reason = f"QEMU reported '{fatal.decode()}'"
-                    break
-            if pending:
-                _handle(pending, console, echo)
+            ended = follow(proc, logf, lambda line: _handle(line, console, echo, on_line),
+                           deadline=start + timeout_s, stall_s=stall_s)
         finally:
-            sel.close()
             if proc.poll() is None:
                 proc.terminate()
                 try:
@@ -101,12 +81,18 @@ def boot(cmd: list[str], console: ConsoleState, *, timeout_s: float, log_path: P
                     proc.kill()
             rc = proc.wait()
             proc.stdout.close()
+    timed_out, stalled = ended == TIMEOUT, ended == STALLED
+    if stalled:
+        stop_reason = f"no progress from the guest for {stall_s:.0f} s: stopped by the host"
+    else:
+        stop_reason = None if ended in (EOF, TIMEOUT) else ended
     return BootResult(console, None if timed_out else rc, timed_out, time.monotonic() - start,
-                      stop_reason)
+                      stop_reason, stalled)
 
 
-def _handle(raw: bytes, console: ConsoleState, echo: bool) -> None:
-    line = raw.decode("utf-8", errors="replace")
+def _handle(line: str, console: ConsoleState, echo: bool,
+            on_line: Callable[[str], object] | None) -> bool:
+    """Feeds one console line to `console` and the terminal; True when it is progress."""
     dumping = console.in_results
     console.feed(line)
     if echo and not dumping and not console.in_results:
@@ -115,3 +101,11 @@ def _handle(raw: bytes, console: ConsoleState, echo: bool) -> None:
     elif echo and console.in_results and not dumping:
         sys.stdout.write("[results dump from guest: not echoed, see log]\n")
         sys.stdout.flush()
+    if dumping or console.in_results or on_line is None:
+        progress = True  # a guest sending its results is not stuck
+    else:
+        progress = bool(on_line(clean(line)))
+    fatal = next((f for f in _QEMU_FATAL if f in line), None)
+    if fatal:
+        raise Stop(f"QEMU reported '{fatal}'")
+    return progress

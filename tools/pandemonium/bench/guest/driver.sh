@@ -1,9 +1,9 @@
 #!/bin/sh
 # Guest side of the benchmarks (busybox sh). Runs a plan the host computed and records raw tool
-# output; all parsing and arithmetic on results happens on the host (tests/bench/parse.py), so
+# output; all parsing and arithmetic on results happens on the host (../parse.py), so
 # this script stays a dumb, robust executor.
 #
-# Environment (set by tests/bench/driver.py):
+# Environment (set by ../driver.py):
 #   BENCH_RUNS      "CORES:ITER:SCHED ..." in order; the CPU count changes only between runs,
 #                   i.e. while no sched_ext scheduler is attached
 #   BENCH_PHASES    phase names, each a phase_<name> function below

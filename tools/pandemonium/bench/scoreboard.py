@@ -94,7 +94,7 @@ def table(cells: list[Cell], phases: list[str]) -> str:
     out = ["## scoreboard", "",
            "Ratio to EEVDF in the same boot (median; lower is better); the EEVDF column is its "
            "own median. pandemonium's targets: (met) / (missed). ahead: pandemonium's median is "
-           "at most every other scheduler's worst run (tests/bench/scoreboard.py).", ""]
+           "at most every other scheduler's worst run (tools/pandemonium/bench/scoreboard.py).", ""]
     for cores, phase_scores in by_cores.items():
         score_of = {s.phase: s for s in phase_scores}
         out += [f"### {cores} cores", "",

@@ -8,7 +8,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from pandemonium_common import PandemoniumError, banner, cache_dir, log, scheduler_binary
 
@@ -33,6 +33,7 @@ class VmResult:
     retried: bool
     duration_s: float
     timed_out: bool = False
+    stalled: bool = False  # stopped by the host: no progress line for progress_timeout seconds
     exit_marker_seen: bool = False
     out_dir: Path | None = None
     result_files: list[str] = field(default_factory=list)
@@ -78,13 +79,18 @@ def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
               add: Iterable = (), out_dir: Path | str | None = None, retry_on_oops: bool = True,
               env: dict[str, str] | None = None, tools: Iterable[str] = (),
               include_scheduler: bool = True, echo: bool = True,
-              extra_cmdline: str = "") -> VmResult:
+              extra_cmdline: str = "", on_line: Callable[[str], object] | None = None,
+              progress_timeout: float | None = None) -> VmResult:
     """Run `cmd` as root in a fresh guest and return its exit status and how it went.
 
     add: "HOST[:GUEST]" strings or (host, guest-or-None) pairs; files land in
     /usr/local/bin by default, ELF files bring their shared libraries. tools: host
     programs by name (stress-ng, perf, ...). Files the command writes to /results are
     copied to out_dir (or a run directory in the cache). echo: stream the console.
+    on_line(line): called with each console line as it comes (cleaned, not the results
+    dump); its true return value marks the line as progress. progress_timeout: stop the
+    guest when no progress line (without on_line: no line at all) has come for that many
+    seconds (counted from QEMU's start); the result then says `stalled`.
     """
     started = time.monotonic()
     if cpus < 1 or mem_mb < 128:
@@ -110,7 +116,8 @@ def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
                                         Path(tmp) / "initrd.img")
             qcmd = qemu.qemu_command(kinfo.vmlinuz_path, initrd, cpus=cpus, mem_mb=mem_mb,
                                      accel=mode, extra_cmdline=extra_cmdline)
-            boot = qemu.boot(qcmd, console, timeout_s=timeout, log_path=attempt_log, echo=echo)
+            boot = qemu.boot(qcmd, console, timeout_s=timeout, log_path=attempt_log, echo=echo,
+                             on_line=on_line, stall_s=progress_timeout)
         oops_lines += console.oops_lines
         if console.oops_seen and console.exit_code is None and attempt < attempts:
             banner(f"GUEST KERNEL OOPS under {mode} (not a test result): retrying once. "
@@ -122,7 +129,8 @@ def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
     result = VmResult(rc=0, accel_used=mode, kernel_version=kinfo.version, log_path=attempt_log,
                       oops_seen=bool(oops_lines), retried=retried,
                       duration_s=time.monotonic() - started, timed_out=boot.timed_out,
-                      exit_marker_seen=console.exit_code is not None, oops_lines=oops_lines)
+                      stalled=boot.stalled, exit_marker_seen=console.exit_code is not None,
+                      oops_lines=oops_lines)
     _finish(result, boot, console, results_dir, timeout)
     return result
 

@@ -6,10 +6,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.bench import commands, scoreboard
-from tests.bench.aggregate import aggregate
-from tests.bench.parse import Record
-from tests.bench.report import markdown, phase_table
+from tools.pandemonium.bench import commands, scoreboard
+from tools.pandemonium.bench.aggregate import aggregate
+from tools.pandemonium.bench.parse import Record
+from tools.pandemonium.bench.report import markdown, phase_table
 
 
 def _rec(phase, sched, it, value, cores=2, error=None):

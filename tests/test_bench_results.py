@@ -10,13 +10,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.bench import commands
-from tests.bench.aggregate import aggregate, bracket_ratio, eevdf_drift
-from tests.bench.parse import Record, cyclictest_p99, parse_results, perf_stat_counters
-from tests.bench.plots import plot
-from tests.bench.report import fmt_value, markdown, phase_table, verdict, write_json
+from tools.pandemonium.bench import commands
+from tools.pandemonium.bench.aggregate import aggregate, bracket_ratio, eevdf_drift
+from tools.pandemonium.bench.parse import Record, cyclictest_p99, parse_results, perf_stat_counters
+from tools.pandemonium.bench.plots import plot
+from tools.pandemonium.bench.report import fmt_value, markdown, phase_table, verdict, write_json
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = Path(__file__).parent / "fixtures" / "bench"
 COST = "- - -"
 
 
@@ -308,7 +308,7 @@ def test_plot_scoreboard_per_core_count(tmp_path):
 
 
 def test_plot_colours_follow_the_scheduler_not_the_plot():
-    from tests.bench.plots import colors
+    from tools.pandemonium.bench.plots import colors
 
     cells = aggregate([_rec("ipc", 2, "pandemonium", 1, 1.0), _rec("ipc", 2, "eevdf", 0, 1.0),
                        _rec("ipc", 2, "bpfland", 1, 1.0)])

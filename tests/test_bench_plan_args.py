@@ -6,8 +6,8 @@ import pytest
 
 import pandemonium
 from pandemonium_common import PandemoniumError
-from tests.bench import commands
-from tests.bench import plan as P
+from tools.pandemonium.bench import commands
+from tools.pandemonium.bench import plan as P
 
 
 def _args(*argv: str):
@@ -125,8 +125,8 @@ def test_every_command_has_help_and_known_phases(capsys):
 
 
 def test_every_phase_has_a_guest_function_and_a_parser():
-    from tests.bench.driver import GUEST_DIR
-    from tests.bench.parse import PARSERS
+    from tools.pandemonium.bench.driver import GUEST_DIR
+    from tools.pandemonium.bench.parse import PARSERS
 
     script = (GUEST_DIR / "driver.sh").read_text()
     for name in P.PHASES:
@@ -134,12 +134,12 @@ def test_every_phase_has_a_guest_function_and_a_parser():
         assert name in PARSERS, name
 
 
-def test_progress_line_reports_step_status_and_eta(tmp_path):
-    from tests.bench.driver import _STEP, Progress
+def test_progress_line_reports_step_status_and_eta(caplog):
+    from tools.pandemonium.bench.driver import _STEP, Progress
 
     plan = P.Plan(phases=["ipc", "latency"], schedulers=[P.PANDEMONIUM], cores=[2],
                   iterations=1, sizes=P.Sizes(phase_s=4))
-    prog = Progress(tmp_path / "vm-console.log", plan, attach_s=0)
+    prog = Progress(plan, attach_s=0)
     # 3 runs x (ipc 4 + latency 2+4): weights 4, 6, 4, 6, 4, 6
     assert prog.weights == [4.0, 6.0] * 3
     m = _STEP.search("junk BENCH-STEP 2 6 2 0 eevdf latency 0")
@@ -147,12 +147,19 @@ def test_progress_line_reports_step_status_and_eta(tmp_path):
                                   "elapsed 20s, ETA 40s")
     m = _STEP.search("BENCH-STEP 3 6 2 1 pandemonium ipc failed")
     assert "ipc: FAILED (failed)" in prog.line(m, 30.0)
+    # run_in_vm hands it each console line
+    with caplog.at_level("INFO", logger="pandemonium"):
+        prog("BENCH-START")
+        prog("[  3.1] random kernel line")
+        prog("BENCH-STEP 1 6 2 0 eevdf ipc 0\r")
+    assert [r.getMessage().split(" |")[0] for r in caplog.records] == [
+        "bench: [1/6] 2 cores, iteration 0, eevdf, ipc: ok"]
 
 
 def test_latency_type_phases_run_beside_pure_busy_loops_at_a_10ms_period():
     import re
 
-    from tests.bench.driver import GUEST_DIR
+    from tools.pandemonium.bench.driver import GUEST_DIR
 
     script = (GUEST_DIR / "driver.sh").read_text()
 

@@ -11,12 +11,11 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError, log
+from pandemonium_common import PROJECT_ROOT, PandemoniumError, log
 
-KNOWN_LAYERS = ["load", "hotplug", "errors", "classify", "topology", "verifier", "adaptive", "watchdog",
-                "kill9", "sysrq", "sigterm_load", "start_twice", "procdb_faults",
-                "latency", "interactive", "responsiveness", "contention", "starvation", "stats", "status",
-                "full_gate"]
+# The gate's layers are its #[test] functions: this file is the one list of them.
+GATE_SOURCE = PROJECT_ROOT / "tests" / "gate.rs"
+_TEST_FN = re.compile(r"^#\[test\]\n(?:#\[[^\n]*\]\n)*fn (\w+)\(", re.M)
 GUEST_GATE = "/usr/local/bin/gate"
 # The interactive layer runs the field's standard tools in the guest (build_support/
 # system_packages.tsv names their packages).
@@ -64,14 +63,22 @@ def skipped_in_log(log_path: Path) -> list[str]:
     return re.findall(r"GATE-SKIP (\w+):", text)
 
 
+def known_layers(source: Path = GATE_SOURCE) -> list[str]:
+    """The names `--gate` takes: the #[test] functions of tests/gate.rs, sorted, full_gate (every
+    layer in one boot) last."""
+    names = sorted(set(_TEST_FN.findall(source.read_text())))
+    return [n for n in names if n != "full_gate"] + (["full_gate"] if "full_gate" in names else [])
+
+
 def parse_layers(spec: str | None) -> list[str]:
     if not spec:
         return ["full_gate"]
     layers = [s.strip() for s in spec.split(",") if s.strip()]
-    unknown = [layer for layer in layers if layer not in KNOWN_LAYERS]
+    known = known_layers()
+    unknown = [layer for layer in layers if layer not in known]
     if unknown:
         raise PandemoniumError(f"unknown gate layer(s): {', '.join(unknown)}; "
-                               f"known: {', '.join(KNOWN_LAYERS)}")
+                               f"known: {', '.join(known)}")
     return layers
 
 
@@ -109,7 +116,7 @@ def check_status_captures(results: Path | None) -> list[str]:
 
 def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, accel: str,
              extra_args: str = "") -> list[GateRun]:
-    from tests.vm import run_in_vm
+    from tools.pandemonium.vm import run_in_vm
 
     available = listed_tests(gate)
     todo = [layer for layer in layers if layer not in available]

@@ -1,0 +1,1 @@
+"""The project's Python tools (not its tests): see tools/pandemonium/."""
