@@ -404,3 +404,37 @@ fn bad_stats_intervals_are_usage_errors() {
         assert_no_panic(&o);
     }
 }
+
+/// Under systemd the journal reads a priority from each line's `<N>` prefix; the binary adds it
+/// only when stderr is the very stream `JOURNAL_STREAM` names (here a file standing in for the
+/// journal's socket), and a stale variable, as a child with stderr redirected inherits it,
+/// changes nothing.
+#[test]
+fn error_lines_carry_a_priority_only_when_stderr_is_the_journal() {
+    use std::os::unix::fs::MetadataExt;
+    let run = |stream: &dyn Fn(&std::fs::Metadata) -> String| {
+        let err = tempfile::NamedTempFile::new().unwrap();
+        let m = err.as_file().metadata().unwrap();
+        let o = bin()
+            .args(["-v", "-k"])
+            .env("JOURNAL_STREAM", stream(&m))
+            .stderr(err.reopen().unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        std::fs::read_to_string(err.path()).unwrap()
+    };
+
+    let journal = run(&|m| format!("{}:{}", m.dev(), m.ino()));
+    assert!(!journal.is_empty());
+    for line in journal.lines() {
+        assert!(line.starts_with("<3>pandemonium: error: "), "{journal}");
+    }
+
+    let stale = run(&|m| format!("{}:{}", m.dev(), m.ino() + 1));
+    assert!(!stale.is_empty());
+    for line in stale.lines() {
+        assert!(line.starts_with("pandemonium: error: "), "{stale}");
+    }
+    assert!(stale.contains("-k/--local-kthreads"), "{stale}");
+}
