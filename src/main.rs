@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// (CONFIG_SCHED_CLASS_EXT, Linux 6.12+). Stop it with Ctrl-C or SIGTERM; the kernel's default
 /// scheduler takes over again at once.
 #[derive(Parser, Debug)]
-#[command(name = "scx_pandemonium", version, long_version = version::LONG_VERSION)]
+#[command(name = "scx_pandemonium", version, long_version = version::long_version())]
 struct Cli {
     /// BPF-only mode: run with the default knobs and no adaptive control loop.
     #[arg(long)]

@@ -138,8 +138,12 @@ fn version_names_git_target_and_bpf_build() {
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(lines.len(), 3, "{t}");
 
-    // "scx_pandemonium 0.1.0 (git 0123456789ab)": the build's commit, or "unknown" outside git.
-    let head = format!("scx_pandemonium {} (git ", env!("CARGO_PKG_VERSION"));
+    // "scx_pandemonium 0.1.0 x86_64-unknown-linux-gnu (git 0123456789ab)": scx_utils' version
+    // string, as every scx scheduler prints it, then the build's commit, or "unknown" outside git.
+    let head = format!(
+        "scx_pandemonium {} (git ",
+        scx_utils::build_id::full_version(env!("CARGO_PKG_VERSION"))
+    );
     let hash = lines[0]
         .strip_prefix(&head)
         .and_then(|r| r.strip_suffix(')'))
