@@ -11,8 +11,8 @@ use crate::stats::{self, PandemoniumMetrics, Publisher, Sample};
 use crate::telemetry::{self, Extra, Snapshot};
 use crate::tuning::{TickContext, TickInput, Tuner};
 use crate::watchdog::{self, Heartbeat};
-use crate::{info, warn};
 use anyhow::Result;
+use log::{info, warn};
 use std::path::PathBuf;
 use std::time::Instant;
 

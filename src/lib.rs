@@ -16,7 +16,7 @@ mod fuzz;
 pub mod hist;
 pub mod layout;
 pub mod libbpf_opts;
-pub mod log;
+pub mod logger;
 pub mod preflight;
 pub mod procdb;
 pub mod refused;

@@ -3,12 +3,14 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use libbpf_rs::PrintLevel;
+use log::{LevelFilter, error, info};
 use scx_pandemonium::adaptive::Controller;
 use scx_pandemonium::cli::{probe, stress};
 use scx_pandemonium::refused::Refused;
 use scx_pandemonium::scheduler::{Options, Scheduler};
 use scx_pandemonium::watchdog::{self, Watchdog};
-use scx_pandemonium::{compositor, info, libbpf_opts, preflight, stats, trace_pipe, version};
+use scx_pandemonium::{compositor, libbpf_opts, logger, preflight, stats, trace_pipe, version};
 use scx_utils::libbpf_clap_opts::LibbpfOpts;
 use std::mem::MaybeUninit;
 use std::path::Path;
@@ -23,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// (CONFIG_SCHED_CLASS_EXT, Linux 6.12+). Stop it with Ctrl-C or SIGTERM; the kernel's default
 /// scheduler takes over again at once.
 #[derive(Parser, Debug)]
-#[command(name = "scx_pandemonium", version, long_version = version::LONG_VERSION)]
+#[command(name = "scx_pandemonium", version, long_version = version::long_version())]
 struct Cli {
     /// BPF-only mode: run with the default knobs and no adaptive control loop.
     #[arg(long)]
@@ -34,7 +36,7 @@ struct Cli {
     #[arg(long = "compositor", value_name = "NAME", value_parser = compositor::parse_name)]
     compositors: Vec<String>,
 
-    /// Print one line of telemetry per second.
+    /// Print one line of telemetry per second, and debug messages.
     #[arg(short, long)]
     verbose: bool,
 
@@ -93,17 +95,33 @@ const USAGE_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logging(cli.verbose);
     if let Some(msg) = cli.refused.message() {
-        eprintln!("scx_pandemonium: error: {msg}");
+        error!("{msg}");
         return ExitCode::from(USAGE_ERROR);
     }
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("scx_pandemonium: error: {e:#}");
+            error!("{e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Our messages, scx_utils' and libbpf's all go through `log`, so they share one format and,
+/// under systemd, carry their priority into the journal.
+fn init_logging(verbose: bool) {
+    let libbpf = logger::libbpf_level(std::env::var("LIBBPF_LOG_LEVEL").ok().as_deref());
+    // LIBBPF_LOG_LEVEL=debug asks for libbpf's debug lines; a logger stopping at info would
+    // drop them again.
+    let debug = verbose || libbpf == PrintLevel::Debug;
+    logger::init(if debug {
+        LevelFilter::Debug
+    } else {
+        LevelFilter::Info
+    });
+    scx_utils::init_libbpf_logging(Some(libbpf));
 }
 
 fn run(cli: &Cli) -> Result<()> {

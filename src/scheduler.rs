@@ -11,10 +11,10 @@ use crate::compositor;
 use crate::layout::Layout;
 use crate::preflight;
 use crate::procdb::WarmDelta;
-use crate::{info, warn};
 use anyhow::{Context, Result};
 use libbpf_rs::libbpf_sys::bpf_object_open_opts;
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
+use log::{info, warn};
 use scx_utils::{
     ScxExitKind, UserExitInfo, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_read,
     uei_report,

@@ -71,7 +71,7 @@ pub fn spawn(sysfs: &Path) -> Result<PathBuf> {
         .name("trace_pipe".into())
         .spawn(move || {
             if let Err(e) = copy_lines(file, std::io::stderr()) {
-                crate::warn!("reading {}: {e:#}", shown.display());
+                log::warn!("reading {}: {e:#}", shown.display());
             }
         })
         .context("starting the trace pipe reader")?;

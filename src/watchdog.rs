@@ -139,9 +139,9 @@ impl Drop for WatchdogHandle {
 }
 
 /// The production stall callback: says so loudly on stderr (the journal) and exits with
-/// [`STALL_EXIT_CODE`].
+/// [`STALL_EXIT_CODE`]. An error, not a warning: the process is about to fail.
 pub fn exit_on_stall(silence: Duration) {
-    crate::warn!(
+    log::error!(
         "WATCHDOG: the adaptive control loop has not run for {:.1} s; exiting with status {} so \
          the kernel's default scheduler takes over and the service manager restarts us",
         silence.as_secs_f64(),
@@ -178,7 +178,7 @@ pub fn maybe_injected_stall() -> Option<Duration> {
     let raw = std::env::var(STALL_ENV).ok();
     match parse_stall_secs(raw.as_deref()) {
         Ok(Some(d)) => {
-            crate::warn!(
+            log::warn!(
                 "{STALL_ENV}: stalling the control loop for {} s",
                 d.as_secs()
             );
@@ -187,7 +187,7 @@ pub fn maybe_injected_stall() -> Option<Duration> {
         }
         Ok(None) => None,
         Err(e) => {
-            crate::warn!("ignoring test hook: {e}");
+            log::warn!("ignoring test hook: {e}");
             None
         }
     }

@@ -138,8 +138,12 @@ fn version_names_git_target_and_bpf_build() {
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(lines.len(), 3, "{t}");
 
-    // "scx_pandemonium 0.1.0 (git 0123456789ab)": the build's commit, or "unknown" outside git.
-    let head = format!("scx_pandemonium {} (git ", env!("CARGO_PKG_VERSION"));
+    // "scx_pandemonium 0.1.0 x86_64-unknown-linux-gnu (git 0123456789ab)": scx_utils' version
+    // string, as every scx scheduler prints it, then the build's commit, or "unknown" outside git.
+    let head = format!(
+        "scx_pandemonium {} (git ",
+        scx_utils::build_id::full_version(env!("CARGO_PKG_VERSION"))
+    );
     let hash = lines[0]
         .strip_prefix(&head)
         .and_then(|r| r.strip_suffix(')'))
@@ -403,4 +407,38 @@ fn bad_stats_intervals_are_usage_errors() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
         assert_no_panic(&o);
     }
+}
+
+/// Under systemd the journal reads a priority from each line's `<N>` prefix; the binary adds it
+/// only when stderr is the very stream `JOURNAL_STREAM` names (here a file standing in for the
+/// journal's socket), and a stale variable, as a child with stderr redirected inherits it,
+/// changes nothing.
+#[test]
+fn error_lines_carry_a_priority_only_when_stderr_is_the_journal() {
+    use std::os::unix::fs::MetadataExt;
+    let run = |stream: &dyn Fn(&std::fs::Metadata) -> String| {
+        let err = tempfile::NamedTempFile::new().unwrap();
+        let m = err.as_file().metadata().unwrap();
+        let o = bin()
+            .args(["-v", "-k"])
+            .env("JOURNAL_STREAM", stream(&m))
+            .stderr(err.reopen().unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        std::fs::read_to_string(err.path()).unwrap()
+    };
+
+    let journal = run(&|m| format!("{}:{}", m.dev(), m.ino()));
+    assert!(!journal.is_empty());
+    for line in journal.lines() {
+        assert!(line.starts_with("<3>pandemonium: error: "), "{journal}");
+    }
+
+    let stale = run(&|m| format!("{}:{}", m.dev(), m.ino() + 1));
+    assert!(!stale.is_empty());
+    for line in stale.lines() {
+        assert!(line.starts_with("pandemonium: error: "), "{stale}");
+    }
+    assert!(stale.contains("-k/--local-kthreads"), "{stale}");
 }

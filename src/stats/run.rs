@@ -3,8 +3,8 @@
 //! to the scheduler) and starting the server for a scheduler run.
 
 use super::{Monitor, Publisher, launch, socket_path};
-use crate::warn;
 use anyhow::{Context, Result};
+use log::warn;
 use scx_stats::StatsServer;
 use std::io::Write;
 use std::sync::Arc;
