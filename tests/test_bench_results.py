@@ -138,7 +138,7 @@ def test_ratio_uses_the_eevdf_runs_around_each_iteration():
 def test_bracket_ratio_edge_cases():
     assert bracket_ratio(5, None, None) is None
     assert bracket_ratio(5, 10, None) == 0.5
-    assert bracket_ratio(0, 0, 0) == 1.0
+    assert bracket_ratio(0, 0, 0) is None
     assert bracket_ratio(1, 0, None) is None
 
 
@@ -161,11 +161,14 @@ def test_verdict_and_table_format():
     assert verdict(dl).startswith("missed") and "1 %" in verdict(dl)
     lat = next(c for c in cells if c.phase == "latency" and c.scheduler != "eevdf")
     assert verdict(lat) == "met"
-    # No misses beside an EEVDF without misses either: ratio 1.00 by convention, but met.
+    # No misses beside an EEVDF without misses either: no ratio (0/0), but met; misses where
+    # EEVDF had none: no ratio, missed.
     zero = aggregate([_rec("deadline", 2, "eevdf", 0, 0.0), _rec("deadline", 2, "pandemonium", 1, 0.0),
-                      _rec("deadline", 2, "eevdf", 1, 0.0)])
+                      _rec("deadline", 2, "pandemonium-bpf", 1, 0.5), _rec("deadline", 2, "eevdf", 1, 0.0)])
     dl0 = next(c for c in zero if c.scheduler == "pandemonium")
-    assert dl0.ratio == 1.0 and verdict(dl0) == "met"
+    assert dl0.ratio is None and verdict(dl0) == "met"
+    dl1 = next(c for c in zero if c.scheduler == "pandemonium-bpf")
+    assert dl1.ratio is None and verdict(dl1).startswith("missed")
     table = phase_table("latency", cells)
     assert "| 4 | eevdf | 20.0 ms | 20.0 ms - 20.0 ms | 2 | (drift 1.00x) |  |" in table
     assert "| 4 | pandemonium-bpf | 1000 us |" in table and "| 0.05x | met |" in table

@@ -45,14 +45,14 @@ def median(values: list[float]) -> float | None:
 
 
 def bracket_ratio(value: float, before: float | None, after: float | None) -> float | None:
-    """value / mean of the EEVDF runs around it; None without a usable EEVDF value."""
+    """value / mean of the EEVDF runs around it; None without a usable EEVDF value. An EEVDF value
+    of 0 (no deadline misses) gives no ratio either: 0/0 is not "as good as EEVDF", and 1/0 is not
+    a number; the verdict judges such a cell by its value."""
     refs = [v for v in (before, after) if v is not None]
     if not refs:
         return None
     ref = sum(refs) / len(refs)
-    if ref == 0:
-        return None if value != 0 else 1.0
-    return value / ref
+    return None if ref == 0 else value / ref
 
 
 def aggregate(records: list[Record]) -> list[Cell]:

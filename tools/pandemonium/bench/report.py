@@ -33,12 +33,15 @@ def verdict(cell: Cell) -> str:
     if cell.scheduler == EEVDF or phase is None or phase.target is None \
             or not cell.scheduler.startswith("pandemonium"):
         return ""
-    if cell.ratio is None:
-        return "no EEVDF ratio"
-    ok = cell.ratio <= phase.target
     if cell.phase == "deadline" and cell.median is not None:
-        # No misses at all cannot be improved on, whatever EEVDF did (0/0 reads as ratio 1.0).
-        ok = (ok or cell.median == 0) and cell.median <= 1.0
+        # No misses at all cannot be improved on, whatever EEVDF did; misses where EEVDF had
+        # none (no ratio) are a miss.
+        ok = cell.median == 0 or (cell.ratio is not None and cell.ratio <= phase.target
+                                  and cell.median <= 1.0)
+    elif cell.ratio is None:
+        return "no EEVDF ratio"
+    else:
+        ok = cell.ratio <= phase.target
     if ok:
         return "met"
     return f"missed (target <= {phase.target:g}x{' ' + phase.target_note if phase.target_note else ''})"
