@@ -2,7 +2,9 @@
 
 plan.py       phases, schedulers, run order (EEVDF brackets), sizes, ETA   (pure)
 anchors.py    --external SPEC: known anchors (bpfland, lavd, upstream) installed by cargo, paths
-driver.py     run_bench(plan, out_dir): one VM boot runs the plan           (API documented there)
+driver.py     run_bench(plan, out_dir): a VM boot runs the plan, more boots resume a crashed one
+stream.py     reassembles the steps the guest streams over the console (survive a guest crash)
+resume.py     which runs a resumed boot skips, where a boot died, merging the boots (pure)
 native.py     the same driver on this machine (sched_ext kernel, root); native vs VM decision
 guest/        driver.sh (busybox sh executor) and benchlat.c (pipe / launch latency percentiles)
 parse.py      raw guest output -> Record per (cores, iteration, scheduler, phase)   (pure)

@@ -225,6 +225,7 @@ def notes_for(spec: Command, result, cells) -> list[str]:
     if result.rc != 0:
         notes.append(f"FAIL the guest exited with status {result.rc}")
     env = result.env
+    notes += crash_notes(env)
     notes.append(f"host: {env.get('host_cores')} cores, load average "
                  f"{env.get('host_loadavg_before')} before, {env.get('host_loadavg_after')} after "
                  "(other work shares these cores)")
@@ -234,3 +235,27 @@ def notes_for(spec: Command, result, cells) -> list[str]:
                      + " (attached and detached like pandemonium)")
     notes += VERDICTS.get(spec.name, lambda r, c: [])(result, cells)
     return notes
+
+
+def crash_notes(env: dict) -> list[str]:
+    """What a guest crash cost (driver.run_bench resumes it, the console stream saves the steps
+    a boot finished): boots, where it resumed, steps recovered, brackets spanning two boots."""
+    out = []
+    planned, got = env.get("steps_planned"), env.get("steps_recorded")
+    if env.get("resume_stopped"):
+        out.append(f"FAIL not resumed further: {env['resume_stopped']}")
+    for r in env.get("recovered_from_stream") or []:
+        out.append(f"boot {r['boot']}: no results tar from the guest ({r['after']}); its "
+                   f"{r['steps']} finished step(s) were recovered from the console stream")
+    if (env.get("boots") or 1) > 1:
+        resumed = "; ".join(f"resumed at step {r['from_step']} in boot {r['boot']} after: "
+                            f"{r['after']}" for r in env.get("resumes") or [])
+        out.append(f"boots: {env['boots']} ({resumed}); {env.get('step_boots')}")
+        cross = env.get("cross_boot_brackets") or []
+        out.append("EEVDF brackets spanning two boots (not same-boot comparisons; boots differ "
+                   "in TCG pace): " + "; ".join(cross) if cross else
+                   "every scheduler run and its EEVDF bracket come from the same boot")
+    if planned is not None and got is not None and got < planned and \
+            (env.get("boots") or env.get("recovered_from_stream")):
+        out.append(f"FAIL {got} of {planned} planned steps recorded")
+    return out

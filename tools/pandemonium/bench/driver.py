@@ -10,7 +10,7 @@ API (for other bench commands, e.g. bench-stress):
     result = run_bench(plan, out_dir, kernel="default")
     result.records   # parse.Record per (cores, iteration, scheduler, phase)
     result.events    # failures the guest reported (attach-failed, stop-timeout, hotplug-failed...)
-    result.env       # kernel, vcpus, accel, versions
+    result.env       # kernel, vcpus, accel, versions; boots, resumes... after a guest crash
 
 native.py (this package) runs the same guest driver on the host instead (a sched_ext kernel, root).
 
@@ -20,6 +20,11 @@ The guest boots with max(cores) vCPUs and takes CPUs offline between scheduler r
 a sched_ext scheduler is attached. A scheduler that does not stop within
 Sizes.stop_timeout_s is reported as a `stop-timeout` event and ends the run (the guest may be
 wedged); the records gathered until then are kept.
+
+Nothing measured is lost to a guest crash (multi-threaded TCG's int3 oops): the guest streams each
+finished step over the console (stream.py) besides the final /results tar, and when the guest
+died before its driver finished, a new boot runs the runs still missing (resume.py), at most
+resume.MAX_BOOTS boots in all. The records of all boots are merged into out_dir/merged.
 """
 
 from __future__ import annotations
@@ -36,8 +41,10 @@ from pandemonium_common import PROJECT_ROOT, PandemoniumError, cache_dir, log
 from pandemonium_packages import missing_message
 
 from . import anchors
+from . import resume as R
 from .parse import Record, parse_results
 from .plan import ATTACH_EST_S, EEVDF, Plan, accel_for, eta_s, fmt_duration
+from .stream import StreamSaver
 
 GUEST_DIR = Path(__file__).resolve().parent / "guest"
 TOOLS = ["stress-ng", "perf", "cyclictest", "hackbench"]
@@ -51,7 +58,9 @@ class BenchResult:
     env: dict
     rc: int
     out_dir: Path
-    results_dir: Path  # the driver's results (raw/, steps.tsv): out_dir/vm or out_dir/native
+    # The driver's results (raw/, steps.tsv): out_dir/vm, out_dir/native, or out_dir/merged when
+    # they came from the console stream or from more than one boot.
+    results_dir: Path
     notes: list[str] = field(default_factory=list)
 
 
@@ -80,12 +89,14 @@ class Progress:
     """Called with each line of the driver's output (run_in_vm's on_line, or the native run's),
     it prints one line per finished phase with an ETA."""
 
-    def __init__(self, plan: Plan, attach_s: float = ATTACH_EST_S) -> None:
+    def __init__(self, plan: Plan, attach_s: float = ATTACH_EST_S,
+                 skipped: list[int] = ()) -> None:
         self.weights = []
-        for run in plan.runs():
+        for ri, run in enumerate(plan.runs(), start=1):
             for i, phase in enumerate(plan.phases):
                 extra = attach_s if i == 0 and run.scheduler != EEVDF else 0.0
-                self.weights.append(plan.step_weight(phase) + extra)
+                # A resumed boot does not run what an earlier boot finished: no time for it.
+                self.weights.append(0.0 if ri in skipped else plan.step_weight(phase) + extra)
         self.started = time.monotonic()
 
     def line(self, m: re.Match, elapsed: float) -> str:
@@ -131,42 +142,154 @@ def driver_env(plan: Plan, binary_for) -> dict[str, str]:
 
 def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | None = None,
               echo: bool = False, extra_cmdline: str = "") -> BenchResult:
-    """Boot max(plan.cores) vCPUs, run the plan, parse /results. accel None: accel_for()."""
+    """Boot max(plan.cores) vCPUs, run the plan, parse /results. accel None: accel_for().
+    A guest that dies before its driver finished is booted again for the missing runs."""
     check_tools()
-    from tools.pandemonium.vm import run_in_vm
-
     vcpus = max(plan.cores)
     mode = accel or accel_for(vcpus, os.cpu_count() or 1)
+    log.info("bench: %d runs x %d phases at %s cores, %s, roughly %s (VM timeout %s)",
+             len(plan.runs()), len(plan.phases), ",".join(map(str, sorted(plan.cores))), mode,
+             fmt_duration(plan.estimate_s()), fmt_duration(_timeout(plan, [])))
+    load_before = os.getloadavg()
+    boots: list[_Boot] = []
+    skipped: list[int] = []
+    deaths: dict[int, int] = {}  # step the guest died in -> the boot it died in
+    stopped = None  # why no further boot was tried although steps are missing
+    while True:
+        boot = _boot_once(plan, out_dir, len(boots) + 1, skipped, kernel, mode, echo,
+                          extra_cmdline)
+        boots.append(boot)
+        recorded = [b.recorded for b in boots]
+        finished_runs = R.finished_runs(plan, recorded)
+        if boot.finished or len(finished_runs) == len(plan.runs()):
+            break
+        planned, kept = len(R.plan_steps(plan)), R.kept_steps(plan, recorded)
+        died_at = R.death_step(plan, boot.recorded, skipped)
+        if died_at in deaths:
+            stopped = (f"step {died_at} ({_step_name(plan, died_at)}) killed the guest in boot "
+                       f"{deaths[died_at]} and again in boot {boot.number}: not resuming")
+        elif boot.number >= R.MAX_BOOTS:
+            stopped = f"the guest died in {boot.number} boots: no further resume"
+        if stopped:
+            log.error("bench: %s; %d of %d planned steps recorded", stopped, kept, planned)
+            break
+        deaths[died_at] = boot.number
+        skipped = finished_runs
+        boot.resume_from = R.first_step_to_run(plan, skipped)
+        log.warning("bench: the guest died in step %s (%s) before the driver finished; "
+                    "%d of %d planned steps recorded. Resuming in boot %d at step %d, skipping "
+                    "the %d run(s) already complete", died_at, boot.why, kept, planned,
+                    boot.number + 1, boot.resume_from, len(skipped))
+    return _result(plan, out_dir, boots, stopped, vcpus, load_before)
+
+
+@dataclass
+class _Boot:
+    number: int
+    dir: Path  # out_dir/vm, out_dir/vm-boot2, ...
+    res: object  # vm.runner.VmResult
+    source: Path  # its results: the tar's (dir) or the console stream's (dir/streamed)
+    from_stream: bool
+    recorded: set  # step keys it recorded
+    finished: bool  # its driver got to the end (BENCH-DONE or the exit marker)
+    why: str  # how it ended, for the log and the notes
+    resume_from: int | None = None  # the step the next boot started at, if one did
+
+
+def _timeout(plan: Plan, skipped: list[int]) -> float:
+    return R.remaining_estimate_s(plan, skipped) * 2 + 900  # TCG pace varies with host load
+
+
+def _step_name(plan: Plan, k: int) -> str:
+    cores, it, sched, phase = R.plan_steps(plan)[k - 1]
+    return f"{sched} {phase} at {cores} cores, iteration {it}"
+
+
+def _both(*callbacks):
+    """One on_line callback feeding each of `callbacks` (all of them, always)."""
+    return lambda line: any([bool(cb(line)) for cb in callbacks])
+
+
+def _boot_once(plan: Plan, out_dir: Path, number: int, skipped: list[int], kernel: str,
+               mode: str, echo: bool, extra_cmdline: str) -> _Boot:
+    from tools.pandemonium.vm import run_in_vm
+
     add = [(str(GUEST_DIR / "driver.sh"), "/usr/local/bin/bench-driver"),
            (str(benchlat_binary()), "/usr/local/bin/benchlat")]
     # Each external in its own directory: upstream's binary has our scheduler's name.
     add += [(str(e.path), anchors.guest_path(e)) for e in externals_in(plan)]
-    env = driver_env(plan, anchors.guest_path)
-    estimate = plan.estimate_s()
-    timeout = estimate * 2 + 900  # TCG pace varies with the host's other load
-    log.info("bench: %d runs x %d phases at %s cores, %s, roughly %s (VM timeout %s)",
-             len(plan.runs()), len(plan.phases), ",".join(map(str, sorted(plan.cores))), mode,
-             fmt_duration(estimate), fmt_duration(timeout))
-    vm_dir = out_dir / "vm"
+    env = dict(driver_env(plan, anchors.guest_path), BENCH_STREAM="1",
+               BENCH_SKIP_RUNS=" ".join(map(str, skipped)))
+    vm_dir = out_dir / ("vm" if number == 1 else f"vm-boot{number}")
     vm_dir.mkdir(parents=True, exist_ok=True)
-    load_before = os.getloadavg()
-    res = run_in_vm(["sh", "/usr/local/bin/bench-driver"], cpus=vcpus, kernel=kernel,
-                    accel=mode, timeout=timeout, add=add, out_dir=vm_dir, tools=TOOLS,
-                    env=env, echo=echo, retry_on_oops=False, extra_cmdline=extra_cmdline,
-                    on_line=Progress(plan))
+    saver = StreamSaver(vm_dir / "streamed")
+    res = run_in_vm(["sh", "/usr/local/bin/bench-driver"], cpus=max(plan.cores), kernel=kernel,
+                    accel=mode, timeout=_timeout(plan, skipped), add=add, out_dir=vm_dir,
+                    tools=TOOLS, env=env, echo=echo, retry_on_oops=False,
+                    extra_cmdline=extra_cmdline,
+                    on_line=_both(Progress(plan, skipped=skipped), saver))
+    saver.close()
+    # The tar is whole or absent (checksummed); without it the stream is what this boot left.
+    from_stream = res.out_dir is None or not (vm_dir / "steps.tsv").is_file()
+    source = vm_dir / "streamed" if from_stream else vm_dir
+    recorded = set(R.recorded_keys(source))
+    if from_stream:
+        log.warning("bench: boot %d: no results tar from the guest (exit %d); %d step(s) "
+                    "recovered from the console stream in %s%s", number, res.rc, len(recorded),
+                    source, f", {len(saver.damaged)} damaged" if saver.damaged else "")
+    if res.oops_lines:
+        why = f"kernel oops: {res.oops_lines[0]}"
+    elif res.timed_out:
+        why = "timed out"
+    elif not res.exit_marker_seen:
+        why = f"guest died (exit {res.rc})"
+    else:
+        why = f"driver exited {res.rc}"
+    return _Boot(number, vm_dir, res, source, from_stream, recorded,
+                 saver.done or res.exit_marker_seen, why)
+
+
+def _result(plan: Plan, out_dir: Path, boots: list[_Boot], stopped: str | None, vcpus: int,
+            load_before) -> BenchResult:
+    last = boots[-1]
+    if len(boots) == 1 and not last.from_stream:
+        results_dir = last.source  # the usual case: one boot, its tar
+    else:
+        results_dir = out_dir / "merged"
+        merged = R.merge_boots(plan, [b.source for b in boots], results_dir)
     try:
-        records, events, genv = parse_results(vm_dir)
+        records, events, genv = parse_results(results_dir)
     except FileNotFoundError as exc:
-        raise PandemoniumError(f"bench: no results from the guest (exit {res.rc}; console log "
-                               f"{res.log_path}): {exc}") from None
-    genv.update(vcpus=vcpus, accel=res.accel_used, kernel=res.kernel_version,
-                vm_rc=res.rc, vm_duration_s=round(res.duration_s, 1),
+        raise PandemoniumError(f"bench: no results from the guest (exit {last.res.rc}; console "
+                               f"log {last.res.log_path}): {exc}") from None
+    if not records and last.from_stream:
+        raise PandemoniumError(f"bench: no results from the guest in {len(boots)} boot(s) (exit "
+                               f"{last.res.rc}, {last.why}; console log {last.res.log_path})"
+                               + (f"; {stopped}" if stopped else ""))
+    planned = len(R.plan_steps(plan))
+    genv.update(vcpus=vcpus, accel=last.res.accel_used, kernel=last.res.kernel_version,
+                vm_rc=last.res.rc, vm_duration_s=round(sum(b.res.duration_s for b in boots), 1),
                 host_cores=os.cpu_count(), host_loadavg_before=load_before,
-                host_loadavg_after=os.getloadavg(), vm_timed_out=res.timed_out,
+                host_loadavg_after=os.getloadavg(),
+                vm_timed_out=any(b.res.timed_out for b in boots),
+                steps_planned=planned, steps_recorded=len(records),
                 qemu=_first_line(["qemu-system-x86_64", "--version"]),
                 git=_first_line(["git", "-C", str(PROJECT_ROOT), "describe", "--always",
                                  "--dirty"]))
-    return BenchResult(records, events, genv, res.rc, out_dir, vm_dir)
+    if results_dir != last.source:
+        genv.update(
+            boots=len(boots),
+            resumes=[{"boot": b.number + 1, "from_step": b.resume_from, "after": b.why}
+                     for b in boots if b.resume_from is not None],
+            recovered_from_stream=[{"boot": b.number, "steps": len(b.recorded), "after": b.why}
+                                   for b in boots if b.from_stream],
+            step_boots=R.boot_ranges(merged.step_boot),
+            cross_boot_brackets=R.cross_boot_brackets(plan, merged.run_boot))
+        if stopped:
+            genv["resume_stopped"] = stopped
+        log.info("bench: %d of %d planned steps recorded over %d boot(s) (%s); merged results "
+                 "in %s", len(records), planned, len(boots), genv["step_boots"], results_dir)
+    return BenchResult(records, events, genv, last.res.rc, out_dir, results_dir)
 
 
 def _first_line(cmd: list[str]) -> str:

@@ -80,9 +80,12 @@ def header(env: dict) -> str:
         return (f"Native run on this machine (kernel {env.get('kernel', '?')}, "
                 f"{env.get('cpus', '?')} CPUs online, no VM): figures for this hardware; other "
                 "work on it shares these CPUs.")
+    boots = env.get("boots") or 1
+    within = ("within one boot; the guest crashed and this run took "
+              f"{boots} boots (see the notes)" if boots > 1 else "within this boot")
     return (f"VM benchmark (QEMU {env.get('accel', '?')}, {env.get('vcpus', '?')} vCPUs booted, "
             f"kernel {env.get('kernel', '?')}): guest timings are 5-12x slower than bare metal "
-            "and are only comparable with each other, within this boot.")
+            f"and are only comparable with each other, {within}.")
 
 
 def cost_table(cells: list[Cell]) -> str:

@@ -20,6 +20,10 @@
 #   BENCH_RESULTS   where to write (default /results; the native mode passes its output dir)
 #   BENCH_NO_HOTPLUG  1: never take CPUs offline (native mode on a user's machine); a run whose
 #                   core count differs from the online CPUs is a hotplug-failed event
+#   BENCH_STREAM    1 (the VM): print every finished step on the console as well (see save below),
+#                   so that a guest that dies mid-run loses only the step it was in
+#   BENCH_SKIP_RUNS 1-based indices into BENCH_RUNS that an earlier boot finished (a resumed run
+#                   after a guest crash); their steps keep their numbers but do not run
 # Writes $BENCH_RESULTS: steps.tsv (one line per phase), events.log, raw/* (tool output), env.txt.
 # Console lines "BENCH-STEP k total ..." let the host print progress.
 
@@ -37,6 +41,42 @@ now_cs() { read -r up _ < /proc/uptime; echo "${up%.*}${up#*.}"; }
 event() { echo "$*" >> $EVENTS; echo "BENCH-EVENT $*"; }
 ncpu() { grep -c '^processor' /proc/cpuinfo; }
 sx_state() { cat /sys/kernel/sched_ext/state 2>/dev/null || echo none; }
+
+# save K RELPATH: with BENCH_STREAM=1, print $R/RELPATH on the console as
+#   BENCH-SAVE-BEGIN K RELPATH / base64 of its gzip / BENCH-SAVE-END K RELPATH SHA256-OF-THE-GZIP
+# The final /results tar only leaves the guest when the driver ends; this copy survives a guest
+# that oopses mid-run (../stream.py reassembles it; the checksum catches kernel lines that land
+# inside the block). Only busybox applets: gzip, base64, sha256sum, head, wc. A file above
+# STREAM_MAX is cut there with a note (the final tar still carries all of it).
+STREAM_MAX=${BENCH_STREAM_MAX:-262144}
+save() {
+    [ "${BENCH_STREAM:-0}" = 1 ] && [ -f "$R/$2" ] || return 0
+    gz=${TMPDIR:-/tmp}/bench-save.$$.gz
+    size=$(wc -c < "$R/$2" | tr -d ' ')
+    if [ "$size" -gt $STREAM_MAX ]; then
+        { head -c $STREAM_MAX "$R/$2"
+          printf '\n[bench: streamed copy cut at %s of %s bytes; the results tar has it all]\n' \
+              $STREAM_MAX "$size"; } | gzip -c > "$gz"
+    else
+        gzip -c < "$R/$2" > "$gz"
+    fi
+    echo "BENCH-SAVE-BEGIN $1 $2"
+    base64 "$gz"
+    echo "BENCH-SAVE-END $1 $2 $(sha256sum "$gz" | cut -d' ' -f1)"
+    rm -f "$gz"
+}
+
+# step_done K TAG PHASE LINE: record a finished step in steps.tsv, then stream its output and
+# its steps.tsv line (output first: the host counts a step only once both arrived).
+step_done() {
+    echo "$4" >> $STEPS
+    save "$1" "raw/$2.$3.out"
+    [ "${BENCH_STREAM:-0}" = 1 ] && echo "BENCH-SAVE-STEP $1 $4"
+    return 0
+}
+
+# BENCH_SKIP_RUNS holds run index $1: an earlier boot finished that run.
+run_done_before() { case " $BENCH_SKIP_RUNS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # CPU time (utime+stime, USER_HZ ticks) and VmRSS/VmHWM (kB) of the scheduler process; "- - -"
 # without one. /proc/PID/stat of the leader sums all its threads.
@@ -224,7 +264,7 @@ phase_bpfstats() {
     echo 0 > /proc/sys/kernel/bpf_stats_enabled
 }
 
-run_phase() { # TAG CORES ITER SCHED PHASE
+run_phase() { # TAG CORES ITER SCHED PHASE K
     OUT=$R/raw/$1.$5
     c0=$(sched_cost); t0=$(now_cs)
     "phase_$5" > "$OUT.out" 2>&1; rc=$?
@@ -238,7 +278,7 @@ run_phase() { # TAG CORES ITER SCHED PHASE
         rc=200
     fi
     unload
-    echo "$2 $3 $4 $5 $rc $t0 $t1 $c0 $c1" >> $STEPS
+    step_done "$6" "$1" "$5" "$2 $3 $4 $5 $rc $t0 $t1 $c0 $c1"
 }
 
 {
@@ -255,15 +295,26 @@ run_phase() { # TAG CORES ITER SCHED PHASE
         echo "version_${e%%=*} $(timeout 10 "$bin" --version 2>&1 | head -1)"
     done
 } > $R/env.txt
+save 0 env.txt
 
+nphases=0
+for ph in $BENCH_PHASES; do nphases=$((nphases + 1)); done
 total=0
-for run in $BENCH_RUNS; do for ph in $BENCH_PHASES; do total=$((total + 1)); done; done
+for run in $BENCH_RUNS; do total=$((total + nphases)); done
 echo "BENCH-START $total"
 k=0
+ri=0
 cur=""
 for run in $BENCH_RUNS; do
     cores=${run%%:*}; rest=${run#*:}; iter=${rest%%:*}; sched=${rest#*:}
     tag="c$cores-i$iter-$sched"
+    ri=$((ri + 1))
+    # A whole run or nothing: a scheduler run's phases share one attach, so a run an earlier
+    # boot only partly finished runs again from its start. Step numbers stay those of the plan.
+    if run_done_before $ri; then
+        echo "BENCH-RESUME-SKIP $ri $tag steps $((k + 1))-$((k + nphases))"
+        k=$((k + nphases)); continue
+    fi
     if [ -n "$ABORT" ]; then event skipped "$tag: an earlier scheduler did not stop"; continue; fi
     [ "$cores" = "$cur" ] || { set_cores "$cores"; cur=$cores; N=$(ncpu); }
     if ! attach "$tag" "$sched"; then
@@ -273,9 +324,10 @@ for run in $BENCH_RUNS; do
         for ph in $BENCH_PHASES; do
             k=$((k + 1))
             echo "$WHY" > "$R/raw/$tag.$ph.out"
-            echo "$cores $iter $sched $ph 201 $t $t - - - - - -" >> $STEPS
+            step_done $k "$tag" "$ph" "$cores $iter $sched $ph 201 $t $t - - - - - -"
             echo "BENCH-STEP $k $total $cores $iter $sched $ph not-attached"
         done
+        save $k "raw/$tag.sched.log"
         continue
     fi
     for ph in $BENCH_PHASES; do
@@ -283,10 +335,13 @@ for run in $BENCH_RUNS; do
         if [ -n "$SCHED_PID" ] && [ "$(sx_state)" != enabled ]; then
             event detached "$tag: sched_ext state $(sx_state) before phase $ph"
         fi
-        run_phase "$tag" "$cores" "$iter" "$sched" "$ph"
+        run_phase "$tag" "$cores" "$iter" "$sched" "$ph" $k
         echo "BENCH-STEP $k $total $cores $iter $sched $ph $rc"
     done
     detach "$tag"
+    # The scheduler's own log (bench-sys reads its telemetry) and a wedged one's kernel stack.
+    save $k "raw/$tag.sched.log"
+    save $k "raw/$tag.stack"
 done
 dmesg | grep -i -E 'sched_ext|scx|rcu.*stall|hung' | tail -50 > $R/dmesg.txt
 echo "BENCH-DONE"
