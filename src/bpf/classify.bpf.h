@@ -149,14 +149,15 @@ static __always_inline void publish_profile(const struct task_struct *p, struct 
 }
 
 /*
- * enable(): a process the daemon has learned starts as what it was, mature, instead of spending
- * its first bursts as an unknown; its own EWMAs take over from there. Only an interactive
- * profile is used. enable() runs at fork, when the child still has its parent's comm, and one
- * comm covers unlike tasks ("sh" is both a busy loop and the shell that starts a program): a
- * 10 ms periodic probe started from a shell whose "sh" was learned BATCH began as a mature
- * BATCH task with a batch-sized runtime average, waited in the batch DSQ for its first
- * wakeups, and the burst phase's P99 came out 35x EEVDF's in adaptive mode against 0.95x
- * without the daemon. A BATCH task shows itself within MATURE_SAMPLES slices anyway.
+ * enable(): a process the daemon has learned as interactive starts in its tier (LAT_CRITICAL
+ * instead of the default INTERACTIVE), but immature: its slice and its classification come
+ * from its own bursts. enable() runs at fork, when the child still has its parent's comm, and
+ * one comm covers unlike tasks. A BATCH profile made a 10 ms periodic probe started from a
+ * shell whose "sh" was learned BATCH wait in the batch DSQ (burst P99 35x EEVDF's). A mature
+ * start with the parent's runtime average gave stress-ng's CPU workers the parent's 2x-its-
+ * burst slice, a few hundred microseconds: the throughput phase took 1.18x EEVDF's time in
+ * adaptive mode (2.72, 3.28, 4.70 s as the procdb filled, against 2.67-2.89 s; BPF-only
+ * 1.01x), the IPC P99 1.8x. Tier only: 2.67-2.77 s (0.99x), IPC 1.25x (same boot, 2 vCPUs).
  */
 static __always_inline void warm_start(const struct task_struct *p, struct task_ctx *tctx)
 {
@@ -168,8 +169,6 @@ static __always_inline void warm_start(const struct task_struct *p, struct task_
 	if (!e || !e->confident || e->tier >= NR_TIERS || e->tier == TIER_BATCH)
 		return;
 	tctx->tier = e->tier;
-	tctx->avg_runtime = e->avg_runtime_ns;
-	tctx->samples = MATURE_SAMPLES;
 }
 
 /* runnable(): a wakeup after a sleep feeds the wakeup frequency. */
