@@ -181,7 +181,9 @@ fn show(f: &Figures) -> String {
 
 /// EEVDF, then pandemonium, then EEVDF again in the same boot. The bounds take the worse EEVDF
 /// bracket (EEVDF alone moves up to 2x between runs in one TCG boot) with room for that noise:
-/// they catch the old gap (cyclictest 3-4x, hackbench 10x), not the last 10 %.
+/// they catch the old gap (cyclictest 3-4x, hackbench 10x), not the last 10 %. Measured in the
+/// full gate (tcg-single): cyclictest P99 0.83x / 0.49x the worse EEVDF run and hackbench 0.86x /
+/// 0.56x at 2 / 4 vCPUs, so hackbench's bound is 1.5x (it was 2x before the wakeup fixes).
 pub fn layer_interactive() {
     require_gate_environment();
     let eevdf_a = measure(Overflow::AtHistogramEnd);
@@ -207,8 +209,8 @@ pub fn layer_interactive() {
     );
     let eevdf_hb = eevdf_a.hackbench_s.max(eevdf_b.hackbench_s);
     assert!(
-        pand.hackbench_s <= eevdf_hb * 2.0,
-        "hackbench {:.2} s exceeds 2x the worse EEVDF run ({:.2} s)",
+        pand.hackbench_s <= eevdf_hb * 1.5,
+        "hackbench {:.2} s exceeds 1.5x the worse EEVDF run ({:.2} s)",
         pand.hackbench_s,
         eevdf_hb
     );
