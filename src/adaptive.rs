@@ -3,7 +3,6 @@
 //! tuner, write the knobs back, feed the process database, print the telemetry line. One thread,
 //! no locks: BPF only ever sees whole knob structs written by this loop.
 
-use crate::bpf_intf::TuningKnobs;
 use crate::cpustat::{self, CpuTimes};
 use crate::procdb::{self, Observation, ProcDb, WarmMirror};
 use crate::scheduler::Scheduler;
@@ -107,12 +106,7 @@ impl Controller {
                 input.idle_pct = idle;
             }
             self.cpu_prev = cpu_now;
-            let topo = TuningKnobs {
-                topology_tau_ns: sched.layout.tau_ns,
-                codel_eq_ns: sched.layout.codel_eq_ns,
-                ..TuningKnobs::defaults()
-            };
-            let out = self.tuner.tick(&input, &topo);
+            let out = self.tuner.tick(&input);
             sched.write_knobs(&out.knobs)?;
             let label = out.regime.label();
             extra.regime = Some(if longrun {
@@ -131,7 +125,7 @@ impl Controller {
         let knobs = sched.read_knobs()?;
         let topo = sched.layout.params;
         extra.sojourn_ns = Some((sched.batch_age_ns(), topo.overflow_rescue_ns));
-        extra.codel_target_ns = Some(crate::codel::target(codel.x, &knobs, &topo));
+        extra.codel_target_ns = Some(crate::codel::target(codel.x, &topo));
         if let Some(p) = &self.publisher {
             p.publish(PandemoniumMetrics::of(&Sample {
                 at_ms: stats::monotonic_ms(),
@@ -139,6 +133,7 @@ impl Controller {
                 cur: &cur,
                 knobs,
                 topo,
+                tau_ns: sched.layout.tau_ns,
                 longrun,
                 adaptive: self.adaptive.then(|| {
                     let regime = extra.regime.clone().unwrap_or_default();

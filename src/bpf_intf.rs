@@ -9,6 +9,13 @@ mod c {
 
 use std::mem::{align_of, offset_of, size_of};
 
+macro_rules! assert_same_layout {
+    ($rust:ty, $c:ty, [$($field:ident),* $(,)?]) => {
+        const _: () = assert!(size_of::<$rust>() == size_of::<$c>());
+        $(const _: () = assert!(offset_of!($rust, $field) == offset_of!($c, $field));)*
+    };
+}
+
 pub const MAX_CPUS: usize = 1024;
 pub const MAX_AFFINITY_CANDIDATES: usize = MAX_CPUS >> 3;
 pub const MAX_NODES: usize = 64;
@@ -69,27 +76,48 @@ pub struct TuningKnobs {
     pub lat_cri_thresh_high: u64,
     pub lat_cri_thresh_low: u64,
     pub affinity_mode: u64,
-    pub topology_tau_ns: u64,
-    pub codel_eq_ns: u64,
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TopoParams {
-    pub sojourn_interval_ns: u64,
-    pub overflow_rescue_ns: u64,
-    pub starvation_rescue_ns: u64,
-    pub codel_target_floor_ns: u64,
-    pub codel_target_max_ns: u64,
-    pub vtime_ceiling_ns: u64,
-    pub lag_cap_ns: u64,
-    pub longrun_thresh_ns: u64,
-    pub spill_search_budget: u32,
-    pub affinity_search_budget: u32,
-    pub pcpu_dsq_depth: u32,
-    pub longrun_preempt_shift: u32,
-    pub damping_shift: u32,
-    pub spring_shift: u32,
+/// Declares [`TopoParams`] from one field list: the struct, its layout check against
+/// `struct topo_params` and [`TopoParams::fields`] (what the startup table and the tests iterate)
+/// all come from it, so a field is named once on the Rust side.
+macro_rules! topo_params {
+    ($($field:ident: $ty:ty),* $(,)?) => {
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct TopoParams {
+            $(pub $field: $ty,)*
+        }
+
+        impl TopoParams {
+            pub const NR_FIELDS: usize = [$(stringify!($field)),*].len();
+
+            /// Every field as (name, value), in declaration order.
+            pub fn fields(&self) -> [(&'static str, u64); Self::NR_FIELDS] {
+                [$((stringify!($field), u64::from(self.$field))),*]
+            }
+        }
+
+        assert_same_layout!(TopoParams, c::topo_params, [$($field),*]);
+    };
+}
+
+topo_params! {
+    sojourn_interval_ns: u64,
+    overflow_rescue_ns: u64,
+    starvation_rescue_ns: u64,
+    codel_target_floor_ns: u64,
+    codel_target_max_ns: u64,
+    codel_eq_ns: u64,
+    vtime_ceiling_ns: u64,
+    lag_cap_ns: u64,
+    longrun_thresh_ns: u64,
+    spill_search_budget: u32,
+    affinity_search_budget: u32,
+    pcpu_dsq_depth: u32,
+    longrun_preempt_shift: u32,
+    damping_shift: u32,
+    spring_shift: u32,
 }
 
 #[repr(C)]
@@ -196,13 +224,6 @@ impl Default for AffinityRow {
 }
 unsafe impl Pod for AffinityRow {}
 
-macro_rules! assert_same_layout {
-    ($rust:ty, $c:ty, [$($field:ident),* $(,)?]) => {
-        const _: () = assert!(size_of::<$rust>() == size_of::<$c>());
-        $(const _: () = assert!(offset_of!($rust, $field) == offset_of!($c, $field));)*
-    };
-}
-
 const _: () = assert!(MAX_CPUS == c::pandemonium_consts_MAX_CPUS as usize);
 const _: () =
     assert!(MAX_AFFINITY_CANDIDATES == c::pandemonium_consts_MAX_AFFINITY_CANDIDATES as usize);
@@ -236,28 +257,6 @@ assert_same_layout!(
         lat_cri_thresh_high,
         lat_cri_thresh_low,
         affinity_mode,
-        topology_tau_ns,
-        codel_eq_ns,
-    ]
-);
-assert_same_layout!(
-    TopoParams,
-    c::topo_params,
-    [
-        sojourn_interval_ns,
-        overflow_rescue_ns,
-        starvation_rescue_ns,
-        codel_target_floor_ns,
-        codel_target_max_ns,
-        vtime_ceiling_ns,
-        lag_cap_ns,
-        longrun_thresh_ns,
-        spill_search_budget,
-        affinity_search_budget,
-        pcpu_dsq_depth,
-        longrun_preempt_shift,
-        damping_shift,
-        spring_shift,
     ]
 );
 assert_same_layout!(
@@ -311,17 +310,7 @@ impl TuningKnobs {
             lat_cri_thresh_high: 32,
             lat_cri_thresh_low: 8,
             affinity_mode: AffinityMode::Weak as u64,
-            topology_tau_ns: 0,
-            codel_eq_ns: 0,
         }
-    }
-
-    /// Copies the fields topology detection owns from `topo`, so a knob write from the adaptive
-    /// loop can never clobber them.
-    pub fn with_topology_of(mut self, topo: &TuningKnobs) -> TuningKnobs {
-        self.topology_tau_ns = topo.topology_tau_ns;
-        self.codel_eq_ns = topo.codel_eq_ns;
-        self
     }
 }
 
@@ -360,26 +349,24 @@ mod tests {
         assert_eq!(k.burst_slice_ns, 1_000_000);
         assert_eq!((k.lat_cri_thresh_high, k.lat_cri_thresh_low), (32, 8));
         assert_eq!(k.affinity_mode, AffinityMode::Weak as u64);
-        assert_eq!((k.topology_tau_ns, k.codel_eq_ns), (0, 0));
     }
 
     #[test]
-    fn knob_write_preserves_topology_fields() {
-        let topo = TuningKnobs {
-            topology_tau_ns: 40_000_000,
-            codel_eq_ns: 900_000,
-            ..TuningKnobs::defaults()
+    fn topo_params_fields_pair_each_name_with_its_value() {
+        let p = TopoParams {
+            codel_eq_ns: 6,
+            damping_shift: 14,
+            ..Default::default()
         };
-        let adaptive = TuningKnobs {
-            slice_ns: 7,
-            topology_tau_ns: 0,
-            codel_eq_ns: 1,
-            ..TuningKnobs::defaults()
-        };
-        let merged = adaptive.with_topology_of(&topo);
-        assert_eq!(merged.slice_ns, 7);
-        assert_eq!(merged.topology_tau_ns, 40_000_000);
-        assert_eq!(merged.codel_eq_ns, 900_000);
+        let f = p.fields();
+        assert_eq!(f.len(), 15);
+        assert_eq!(f[0].0, "sojourn_interval_ns");
+        assert!(f.contains(&("codel_eq_ns", 6)) && f.contains(&("damping_shift", 14)));
+        assert_eq!(f.iter().filter(|(_, v)| *v != 0).count(), 2);
+        let mut names: Vec<_> = f.iter().map(|(n, _)| *n).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), TopoParams::NR_FIELDS);
     }
 
     #[test]

@@ -4,9 +4,7 @@
 //! the topology's tau table), so its dynamics can be tested on the host. The daemon also uses
 //! [`equilibrium`] and [`target`] to report the oscillator's state as BPF would read it.
 
-use crate::bpf_intf::{
-    CODEL_KICK_SHIFT, CODEL_MAX_IMPULSES, CODEL_VCAP_SHIFT, TopoParams, TuningKnobs,
-};
+use crate::bpf_intf::{CODEL_KICK_SHIFT, CODEL_MAX_IMPULSES, CODEL_VCAP_SHIFT, TopoParams};
 
 /// The oscillator's state: target `x` (ns, 0 = not yet initialised) and velocity `v` (ns/tick).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -16,10 +14,10 @@ pub struct Oscillator {
 }
 
 /// c_eq: the topology's equilibrium, or the middle of [floor, max] while it is unset; clamped.
-pub fn equilibrium(k: &TuningKnobs, tp: &TopoParams) -> i64 {
+pub fn equilibrium(tp: &TopoParams) -> i64 {
     let (floor, max) = bounds(tp);
-    let eq = if k.codel_eq_ns != 0 {
-        k.codel_eq_ns as i64
+    let eq = if tp.codel_eq_ns != 0 {
+        tp.codel_eq_ns as i64
     } else {
         (floor + max) / 2
     };
@@ -27,11 +25,11 @@ pub fn equilibrium(k: &TuningKnobs, tp: &TopoParams) -> i64 {
 }
 
 /// The target the stall test uses: x once initialised, else c_eq.
-pub fn target(x: i64, k: &TuningKnobs, tp: &TopoParams) -> u64 {
+pub fn target(x: i64, tp: &TopoParams) -> u64 {
     if x > 0 {
         x as u64
     } else {
-        equilibrium(k, tp) as u64
+        equilibrium(tp) as u64
     }
 }
 
@@ -49,9 +47,9 @@ fn shr(v: i64, n: u32) -> i64 {
 
 impl Oscillator {
     /// One step on CPU 0's tick with `impulses` rescues since the last one (codel_step()).
-    pub fn step(&mut self, impulses: u64, k: &TuningKnobs, tp: &TopoParams) {
+    pub fn step(&mut self, impulses: u64, tp: &TopoParams) {
         let (floor, max) = bounds(tp);
-        let eq = equilibrium(k, tp);
+        let eq = equilibrium(tp);
         let (spring, damping) = (tp.spring_shift & 63, tp.damping_shift & 63);
         let vcap = (max - floor) >> CODEL_VCAP_SHIFT;
         let impulses = impulses.min(CODEL_MAX_IMPULSES) as i64;

@@ -18,9 +18,9 @@ pub struct Layout {
     pub cpu_l2: Vec<u16>,
     /// One row per possible CPU id; offline CPUs get an all-sentinel row.
     pub ranks: Vec<AffinityRow>,
+    /// The `topo_params` map value, the CoDel equilibrium included.
     pub params: TopoParams,
     pub tau_ns: u64,
-    pub codel_eq_ns: u64,
     /// Multi-line description for the startup log (groups, lambda_2, tau, the derived table).
     pub summary: String,
     pub warnings: Vec<String>,
@@ -63,9 +63,8 @@ impl Layout {
             cpu_node,
             cpu_l2,
             ranks,
-            params: model.params.to_bpf(),
+            params: model.params.bpf,
             tau_ns: model.tau_ns,
-            codel_eq_ns: model.codel_eq_ns,
             summary: model.to_string(),
             warnings: topo.warnings.clone(),
         })

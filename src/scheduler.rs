@@ -38,7 +38,6 @@ pub struct Scheduler<'obj> {
     skel: BpfSkel<'obj>,
     link: Option<Link>,
     pub layout: Layout,
-    topo_knobs: TuningKnobs,
 }
 
 const ZERO: u32 = 0;
@@ -86,16 +85,10 @@ impl<'obj> Scheduler<'obj> {
             started.elapsed().as_secs_f64()
         );
 
-        let topo_knobs = TuningKnobs {
-            topology_tau_ns: layout.tau_ns,
-            codel_eq_ns: layout.codel_eq_ns,
-            ..TuningKnobs::defaults()
-        };
         let mut sched = Scheduler {
             skel,
             link: None,
             layout,
-            topo_knobs,
         };
         sched.write_topology()?;
         sched.write_knobs(&TuningKnobs::defaults())?;
@@ -125,13 +118,9 @@ impl<'obj> Scheduler<'obj> {
         Ok(())
     }
 
-    /// Writes knobs, always carrying over the topology-owned fields.
+    /// Writes the knobs whole: every field is the daemon's (topology's live in `topo_map`).
     pub fn write_knobs(&self, k: &TuningKnobs) -> Result<()> {
-        update(
-            &self.skel.maps.knobs_map,
-            &ZERO,
-            &k.with_topology_of(&self.topo_knobs),
-        )
+        update(&self.skel.maps.knobs_map, &ZERO, k)
     }
 
     pub fn read_knobs(&self) -> Result<TuningKnobs> {

@@ -244,7 +244,7 @@ fn layer_topology() {
     assert!(out.contains(&first), "startup log lacks {first:?}:\n{out}");
     eprintln!(
         "gate topology: tau {} ns, c_eq {} ns",
-        expect.tau_ns, expect.codel_eq_ns
+        expect.tau_ns, expect.params.codel_eq_ns
     );
     for (cpu, row) in expect.ranks.iter().enumerate() {
         let got = maps::read_rank_row(cpu as u32);

@@ -35,19 +35,19 @@ static __always_inline s64 clamp_s64(s64 v, s64 lo, s64 hi)
 	return v < lo ? lo : (v > hi ? hi : v);
 }
 
-static __always_inline s64 codel_eq(const struct tuning_knobs *k, const struct topo_params *tp)
+static __always_inline s64 codel_eq(const struct topo_params *tp)
 {
 	s64 floor = tp->codel_target_floor_ns, max = tp->codel_target_max_ns;
-	s64 eq = k->codel_eq_ns ? (s64)k->codel_eq_ns : (floor + max) / 2;
+	s64 eq = tp->codel_eq_ns ? (s64)tp->codel_eq_ns : (floor + max) / 2;
 
 	return clamp_s64(eq, floor, max);
 }
 
-static __always_inline u64 codel_target(const struct tuning_knobs *k, const struct topo_params *tp)
+static __always_inline u64 codel_target(const struct topo_params *tp)
 {
 	s64 x = codel_x;
 
-	return x > 0 ? x : codel_eq(k, tp);
+	return x > 0 ? x : codel_eq(tp);
 }
 
 /*
@@ -67,10 +67,10 @@ static __always_inline s64 abs_s64(s64 v)
 }
 
 /* One oscillator step; CPU 0's tick is the only writer of x and v. */
-static __always_inline void codel_step(const struct tuning_knobs *k, const struct topo_params *tp)
+static __always_inline void codel_step(const struct topo_params *tp)
 {
 	s64 floor = tp->codel_target_floor_ns, max = tp->codel_target_max_ns;
-	s64 eq = codel_eq(k, tp), x = codel_x ? codel_x : eq, v = codel_v;
+	s64 eq = codel_eq(tp), x = codel_x ? codel_x : eq, v = codel_v;
 	s64 vcap = (max - floor) >> CODEL_VCAP_SHIFT;
 	u32 spring = tp->spring_shift & 63, damping = tp->damping_shift & 63;
 	u64 impulses = __sync_lock_test_and_set(&codel_impulses, 0);
@@ -106,7 +106,6 @@ static __always_inline void codel_step(const struct tuning_knobs *k, const struc
  * stalled iff its minimum sojourn stayed above the target for all of it.
  */
 static __always_inline void codel_observe(s32 cpu, u64 sojourn, u64 now,
-					  const struct tuning_knobs *k,
 					  const struct topo_params *tp)
 {
 	struct codel_cpu *c = codel_cpu(cpu);
@@ -120,7 +119,7 @@ static __always_inline void codel_observe(s32 cpu, u64 sojourn, u64 now,
 		c->min_sojourn = sojourn;
 	if (now - c->interval_start < tp->sojourn_interval_ns)
 		return;
-	c->stalled = c->min_sojourn > codel_target(k, tp);
+	c->stalled = c->min_sojourn > codel_target(tp);
 	if (c->stalled)
 		__sync_fetch_and_add(&nr_codel_stalls, 1);
 	c->interval_start = now;

@@ -58,9 +58,8 @@ enum affinity_mode {
 };
 
 /*
- * Knobs BPF reads on every decision (one-entry array map). The adaptive daemon owns the first eight;
- * topology detection owns topology_tau_ns and codel_eq_ns, and the daemon must carry them over
- * unchanged on every write.
+ * Knobs BPF reads on every decision (one-entry array map). The adaptive daemon owns all of them and
+ * writes them whole; what topology detection derives lives in struct topo_params.
  */
 struct tuning_knobs {
 	u64 slice_ns;
@@ -71,17 +70,19 @@ struct tuning_knobs {
 	u64 lat_cri_thresh_high;
 	u64 lat_cri_thresh_low;
 	u64 affinity_mode;
-	u64 topology_tau_ns;
-	u64 codel_eq_ns;
 };
 
-/* Parameters derived once from topology (tau) and written before attach and after hotplug. */
+/*
+ * Parameters derived once from topology (tau) and written before attach and after hotplug; the
+ * daemon's knob writes never touch them. codel_eq_ns 0 means unset: the middle of [floor, max].
+ */
 struct topo_params {
 	u64 sojourn_interval_ns;
 	u64 overflow_rescue_ns;
 	u64 starvation_rescue_ns;
 	u64 codel_target_floor_ns;
 	u64 codel_target_max_ns;
+	u64 codel_eq_ns;
 	u64 vtime_ceiling_ns;
 	u64 lag_cap_ns;
 	u64 longrun_thresh_ns;

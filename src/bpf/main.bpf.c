@@ -318,8 +318,8 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 
 	lat = now - tctx->enqueue_at;
 	tctx->enqueue_at = 0;
-	if ((k = knobs()) && (tp = topo()))
-		codel_observe(cpu, lat, now, k, tp);
+	if ((tp = topo()))
+		codel_observe(cpu, lat, now, tp);
 	h = bpf_map_lookup_elem(&hist_map, &zero);
 	if (h)
 		h->wake_lat[tier_idx(tctx->tier)][log2_bucket(lat, NR_LAT_BUCKETS)]++;
@@ -414,9 +414,9 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	u32 node = cpu_node(cpu);
 	u64 since, thresh, now = bpf_ktime_get_ns();
 
-	if (cpu == 0 && tp && k) {
+	if (cpu == 0 && tp) {
 		update_longrun(tp, now);
-		codel_step(k, tp);
+		codel_step(tp);
 	}
 	if (!tctx || !k || !tp || tctx->tier != TIER_BATCH)
 		return;

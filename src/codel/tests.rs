@@ -4,7 +4,6 @@
 //! step predicts, exactly at rest when quiet, and never outside [floor, max].
 
 use super::*;
-use crate::bpf_intf::TuningKnobs;
 use crate::topology::{CODEL_EQ_MAX_NS, CODEL_EQ_MIN_NS, TAU_MAX_NS, TAU_MIN_NS, derive_params};
 
 const MS: u64 = 1_000_000;
@@ -21,36 +20,35 @@ const TAUS: [u64; 8] = [
 ];
 
 /// Every (tau row, equilibrium) pair: equilibria at the floor, inside, and at the ceiling.
-fn cases() -> Vec<(TuningKnobs, TopoParams)> {
+fn cases() -> Vec<TopoParams> {
     let mut out = Vec::new();
     for tau in TAUS {
-        let tp = derive_params(tau, 8, 8).to_bpf();
+        let tp = derive_params(tau, 8, 8).bpf;
         for eq in [
             CODEL_EQ_MIN_NS,
             (tp.codel_target_floor_ns + tp.codel_target_max_ns) / 2,
             tp.codel_target_max_ns - 1,
             CODEL_EQ_MAX_NS,
         ] {
-            let k = TuningKnobs {
+            out.push(TopoParams {
                 codel_eq_ns: eq,
-                ..TuningKnobs::defaults()
-            };
-            out.push((k, tp));
+                ..tp
+            });
         }
     }
     out
 }
 
 /// Targets after one step with `impulses`, then `ticks` quiet steps, starting at rest at c_eq.
-fn trajectory(impulses: u64, ticks: usize, k: &TuningKnobs, tp: &TopoParams) -> Vec<i64> {
+fn trajectory(impulses: u64, ticks: usize, tp: &TopoParams) -> Vec<i64> {
     let mut o = Oscillator {
-        x: equilibrium(k, tp),
+        x: equilibrium(tp),
         v: 0,
     };
-    o.step(impulses, k, tp);
+    o.step(impulses, tp);
     let mut xs = vec![o.x];
     for _ in 0..ticks {
-        o.step(0, k, tp);
+        o.step(0, tp);
         xs.push(o.x);
     }
     xs
@@ -74,11 +72,11 @@ fn expected_return_ticks(tp: &TopoParams) -> usize {
 
 #[test]
 fn one_excursion_no_overshoot_and_timely_return() {
-    for (k, tp) in cases() {
-        let eq = equilibrium(&k, &tp);
+    for tp in cases() {
+        let eq = equilibrium(&tp);
         let limit = expected_return_ticks(&tp);
         for impulses in [1, 2, 5, CODEL_MAX_IMPULSES] {
-            let xs = trajectory(impulses, 2 * limit, &k, &tp);
+            let xs = trajectory(impulses, 2 * limit, &tp);
             let what = format!(
                 "eq {eq} floor {} impulses {impulses}",
                 tp.codel_target_floor_ns
@@ -104,19 +102,19 @@ fn one_excursion_no_overshoot_and_timely_return() {
 
 #[test]
 fn quiet_oscillator_rests_exactly_at_equilibrium() {
-    for (k, tp) in cases() {
-        let eq = equilibrium(&k, &tp);
+    for tp in cases() {
+        let eq = equilibrium(&tp);
         // Uninitialised (x = 0) starts at c_eq and stays there.
         let mut o = Oscillator::default();
         for _ in 0..10_000 {
-            o.step(0, &k, &tp);
+            o.step(0, &tp);
             assert_eq!(o, Oscillator { x: eq, v: 0 });
         }
         // A small displacement on either side, inside the shifts' dead band, settles exactly.
         for dx in [-1, 1, 7, -7, (1 << tp.spring_shift) - 1] {
             let mut o = Oscillator { x: eq + dx, v: 0 };
             for _ in 0..expected_return_ticks(&tp) {
-                o.step(0, &k, &tp);
+                o.step(0, &tp);
             }
             let (floor, max) = (
                 tp.codel_target_floor_ns as i64,
@@ -141,7 +139,7 @@ fn target_stays_within_floor_and_max_under_any_rescue_pattern() {
         state ^= state << 17;
         state % n
     };
-    for (k, tp) in cases() {
+    for tp in cases() {
         let (floor, max) = (
             tp.codel_target_floor_ns as i64,
             tp.codel_target_max_ns as i64,
@@ -151,7 +149,7 @@ fn target_stays_within_floor_and_max_under_any_rescue_pattern() {
         let mut hit_floor = false;
         for _ in 0..5_000 {
             let burst = below(10) >= 7;
-            o.step(if burst { below(101) } else { 0 }, &k, &tp);
+            o.step(if burst { below(101) } else { 0 }, &tp);
             assert!(
                 (floor..=max).contains(&o.x),
                 "{o:?} outside [{floor}, {max}]"
@@ -168,15 +166,15 @@ fn target_stays_within_floor_and_max_under_any_rescue_pattern() {
 /// hundreds of ticks, seconds on a real machine).
 #[test]
 fn target_leaves_the_floor_on_the_first_quiet_tick() {
-    for (k, tp) in cases() {
-        let (floor, eq) = (tp.codel_target_floor_ns as i64, equilibrium(&k, &tp));
+    for tp in cases() {
+        let (floor, eq) = (tp.codel_target_floor_ns as i64, equilibrium(&tp));
         if eq == floor {
             continue;
         }
         let mut o = Oscillator::default();
         let mut steps = 0;
         while o.x != floor {
-            o.step(CODEL_MAX_IMPULSES, &k, &tp);
+            o.step(CODEL_MAX_IMPULSES, &tp);
             steps += 1;
             assert!(
                 steps < 100,
@@ -184,47 +182,47 @@ fn target_leaves_the_floor_on_the_first_quiet_tick() {
             );
         }
         assert!(o.v >= 0, "velocity into the floor: {o:?}");
-        o.step(0, &k, &tp);
+        o.step(0, &tp);
         assert!(o.x > floor, "still pinned after the rescues stopped: {o:?}");
     }
 }
 
 #[test]
 fn impulses_beyond_the_cap_kick_no_harder() {
-    for (k, tp) in cases() {
-        let cap = trajectory(CODEL_MAX_IMPULSES, 50, &k, &tp);
-        assert_eq!(cap, trajectory(CODEL_MAX_IMPULSES * 10, 50, &k, &tp));
-        let one = trajectory(1, 0, &k, &tp)[0];
-        let eq = equilibrium(&k, &tp);
+    for tp in cases() {
+        let cap = trajectory(CODEL_MAX_IMPULSES, 50, &tp);
+        assert_eq!(cap, trajectory(CODEL_MAX_IMPULSES * 10, 50, &tp));
+        let one = trajectory(1, 0, &tp)[0];
+        let eq = equilibrium(&tp);
         assert!(one < eq || eq == tp.codel_target_floor_ns as i64);
     }
 }
 
 #[test]
 fn equilibrium_falls_back_to_the_middle_and_is_clamped() {
-    let tp = derive_params(8 * MS, 8, 8).to_bpf();
+    let tp = derive_params(8 * MS, 8, 8).bpf;
     let (floor, max) = (tp.codel_target_floor_ns, tp.codel_target_max_ns);
-    let with = |eq| TuningKnobs {
+    let with = |eq| TopoParams {
         codel_eq_ns: eq,
-        ..TuningKnobs::defaults()
+        ..tp
     };
-    assert_eq!(equilibrium(&with(0), &tp), ((floor + max) / 2) as i64);
-    assert_eq!(equilibrium(&with(1), &tp), floor as i64);
-    assert_eq!(equilibrium(&with(u32::MAX as u64), &tp), max as i64);
-    assert_eq!(target(0, &with(0), &tp), (floor + max) / 2);
-    assert_eq!(target(123_456, &with(0), &tp), 123_456);
+    assert_eq!(equilibrium(&with(0)), ((floor + max) / 2) as i64);
+    assert_eq!(equilibrium(&with(1)), floor as i64);
+    assert_eq!(equilibrium(&with(u32::MAX as u64)), max as i64);
+    assert_eq!(target(0, &with(0)), (floor + max) / 2);
+    assert_eq!(target(123_456, &with(0)), 123_456);
 }
 
 /// The step as it was before codel_shr(): arithmetic shifts round negative values toward -inf.
 /// Kept to show what the rest test catches: this variant settles above c_eq and stays there.
 #[test]
 fn floor_rounding_shifts_would_rest_above_equilibrium() {
-    let tp = derive_params(40 * MS, 8, 8).to_bpf();
-    let k = TuningKnobs {
+    let tp = derive_params(40 * MS, 8, 8).bpf;
+    let tp = TopoParams {
         codel_eq_ns: (tp.codel_target_floor_ns + tp.codel_target_max_ns) / 2,
-        ..TuningKnobs::defaults()
+        ..tp
     };
-    let eq = equilibrium(&k, &tp);
+    let eq = equilibrium(&tp);
     let (floor, max) = (
         tp.codel_target_floor_ns as i64,
         tp.codel_target_max_ns as i64,

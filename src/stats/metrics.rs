@@ -138,8 +138,8 @@ pub struct PandemoniumMetrics {
     pub knob_lat_cri_thresh_low: u64,
     #[stat(desc = "knob: L2 placement 0 off / 1 weak / 2 strong")]
     pub knob_affinity_mode: u64,
-    #[stat(desc = "knob: topology mixing time tau, ns (set by topology detection)")]
-    pub knob_topology_tau_ns: u64,
+    #[stat(desc = "topology mixing time tau, ns (from topology detection)")]
+    pub topology_tau_ns: u64,
 
     #[stat(desc = "CoDel stall target now (oscillator position x), ns")]
     pub codel_target_ns: u64,
@@ -162,6 +162,8 @@ pub struct Sample<'a> {
     pub cur: &'a Snapshot,
     pub knobs: TuningKnobs,
     pub topo: TopoParams,
+    /// The topology's mixing time the parameters were derived from.
+    pub tau_ns: u64,
     pub longrun: bool,
     /// The regime label and MWU weights; `None` without the adaptive loop.
     pub adaptive: Option<(String, [f64; NR_EXPERTS])>,
@@ -230,10 +232,10 @@ impl PandemoniumMetrics {
             knob_lat_cri_thresh_high: k.lat_cri_thresh_high,
             knob_lat_cri_thresh_low: k.lat_cri_thresh_low,
             knob_affinity_mode: k.affinity_mode,
-            knob_topology_tau_ns: k.topology_tau_ns,
-            codel_target_ns: codel::target(x, k, &s.topo),
+            topology_tau_ns: s.tau_ns,
+            codel_target_ns: codel::target(x, &s.topo),
             codel_velocity_ns: v,
-            codel_eq_ns: codel::equilibrium(k, &s.topo) as u64,
+            codel_eq_ns: codel::equilibrium(&s.topo) as u64,
             codel_floor_ns: s.topo.codel_target_floor_ns,
             codel_max_ns: s.topo.codel_target_max_ns,
             nr_codel_stalls: s.cur.nr_codel_stalls,

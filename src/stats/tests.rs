@@ -13,14 +13,9 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 fn topo() -> TopoParams {
-    derive_params(8_000_000, 4, 4).to_bpf()
-}
-
-fn knobs() -> TuningKnobs {
-    TuningKnobs {
+    TopoParams {
         codel_eq_ns: 600_000,
-        topology_tau_ns: 8_000_000,
-        ..TuningKnobs::defaults()
+        ..derive_params(8_000_000, 4, 4).bpf
     }
 }
 
@@ -52,8 +47,9 @@ fn metrics(adaptive: bool) -> PandemoniumMetrics {
         at_ms: 5_000,
         prev: &prev,
         cur: &cur,
-        knobs: knobs(),
+        knobs: TuningKnobs::defaults(),
         topo: topo(),
+        tau_ns: 8_000_000,
         longrun: true,
         adaptive: adaptive.then(|| ("HEAVY+LONGRUN".to_string(), weights)),
     })
@@ -116,7 +112,7 @@ fn conversion_from_bpf_counters_and_adaptive_state() {
     assert_eq!(m.mwu_weights.len(), crate::tuning::NR_EXPERTS);
     assert_eq!(m.mwu_weights["LATENCY"], 1.0);
     assert_eq!(m.knob_slice_ns, TuningKnobs::defaults().slice_ns);
-    assert_eq!(m.knob_topology_tau_ns, 8_000_000);
+    assert_eq!(m.topology_tau_ns, 8_000_000);
     assert_eq!((m.codel_target_ns, m.codel_velocity_ns), (450_000, -1_234));
     assert_eq!(m.codel_eq_ns, 600_000);
     assert_eq!(m.codel_floor_ns, topo().codel_target_floor_ns);
@@ -144,8 +140,9 @@ fn uninitialised_oscillator_reports_the_equilibrium() {
         at_ms: 0,
         prev: &prev,
         cur: &cur,
-        knobs: knobs(),
+        knobs: TuningKnobs::defaults(),
         topo: topo(),
+        tau_ns: 8_000_000,
         longrun: false,
         adaptive: None,
     });

@@ -5,7 +5,7 @@
 //! online CPUs ([`Topology::laplacian`]) -> Laplacian pseudoinverse and Fiedler
 //! value ([`Spectrum`]) -> effective-resistance affinity ranks, the topology
 //! time constant tau and the CoDel equilibrium ([`TopologyModel`]) -> every
-//! tau-scaled knob ([`derive_params`], handed to BPF by [`TauParams::to_bpf`]).
+//! tau-scaled knob ([`derive_params`], handed to BPF by [`TauParams::bpf`]).
 //!
 //! # Files
 //! - `cpulist`: the kernel's cpulist syntax, both ways.

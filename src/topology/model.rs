@@ -54,7 +54,7 @@ impl TopologyModel {
         let tau_ns = tau_ns_from_lambda2(spectrum.lambda2, n);
         let codel_eq_ns = codel_equilibrium_ns(spectrum.mean_reff(), spectrum.two_m(), tau_ns);
         let mut params = derive_params(tau_ns, topology.nr_cpus(), topology.nr_cpu_ids);
-        params.codel_eq_ns = codel_eq_ns;
+        params.bpf.codel_eq_ns = codel_eq_ns;
         let mut position = vec![usize::MAX; topology.nr_cpu_ids as usize];
         for (pos, &cpu) in topology.online.iter().enumerate() {
             position[cpu as usize] = pos;

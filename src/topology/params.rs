@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The tau law ([`tau_ns_from_lambda2`]), the CoDel equilibrium and the one
 //! table of tau-scaled K constants ([`derive_params`]) that turns tau into
-//! every timing knob the BPF side reads ([`TauParams::to_bpf`]).
+//! every timing knob the BPF side reads ([`TauParams::bpf`]).
 
 use std::fmt;
 
@@ -152,29 +152,18 @@ pub fn codel_equilibrium_ns(mean_reff: f64, two_m: f64, tau_ns: u64) -> u64 {
     }
 }
 
-/// Every timing knob the BPF side derives from the topology.
+/// Tau, the CPU counts it was derived for, and every timing knob the BPF
+/// side derives from the topology.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TauParams {
     pub tau_ns: u64,
-    /// Filled by [`TopologyModel`](super::TopologyModel); 0 ("unset", as in the BPF knob) when
-    /// produced by [`derive_params`] alone, which has no graph.
-    pub codel_eq_ns: u64,
     pub nr_cpus: u32,
     pub nr_cpu_ids: u32,
-    pub sojourn_interval_ns: u64,
-    pub overflow_rescue_ns: u64,
-    pub starvation_rescue_ns: u64,
-    pub codel_target_floor_ns: u64,
-    pub codel_target_max_ns: u64,
-    pub vtime_ceiling_ns: u64,
-    pub lag_cap_ns: u64,
-    pub longrun_thresh_ns: u64,
-    pub spill_search_budget: u32,
-    pub affinity_search_budget: u32,
-    pub pcpu_dsq_depth: u32,
-    pub longrun_preempt_shift: u32,
-    pub damping_shift: u32,
-    pub spring_shift: u32,
+    /// The BPF `topo_params` map value, as written. Its `codel_eq_ns` is
+    /// filled by [`TopologyModel`](super::TopologyModel); 0 ("unset": BPF
+    /// takes the middle of [floor, max]) when produced by [`derive_params`]
+    /// alone, which has no graph.
+    pub bpf: TopoParams,
 }
 
 /// Derives every timing knob from `tau_ns` (cardinalities from the CPU
@@ -221,16 +210,15 @@ pub fn derive_params(tau_ns: u64, nr_cpus: u32, nr_cpu_ids: u32) -> TauParams {
     }
     .clamp(DAMPING_SHIFT_MIN, DAMPING_SHIFT_MAX);
 
-    TauParams {
-        tau_ns,
-        codel_eq_ns: 0,
-        nr_cpus,
-        nr_cpu_ids,
+    // Every field named with no `..` fill, so a field added to
+    // `struct topo_params` in intf.h breaks this build until it is derived here.
+    let bpf = TopoParams {
         sojourn_interval_ns: clamp(K_SOJOURN, SOJOURN_MIN_NS, SOJOURN_MAX_NS),
         overflow_rescue_ns: clamp(K_OVERFLOW, OVERFLOW_MIN_NS, OVERFLOW_MAX_NS),
         starvation_rescue_ns: starvation,
         codel_target_floor_ns: clamp(K_CODEL_FLOOR, CODEL_FLOOR_MIN_NS, CODEL_FLOOR_MAX_NS),
         codel_target_max_ns: clamp(K_CODEL_MAX, CODEL_MAX_MIN_NS, CODEL_MAX_MAX_NS),
+        codel_eq_ns: 0,
         vtime_ceiling_ns: clamp(K_VTIME_CEILING, VTIME_CEILING_MIN_NS, VTIME_CEILING_MAX_NS),
         lag_cap_ns: clamp(K_LAG_CAP, LAG_CAP_MIN_NS, LAG_CAP_MAX_NS),
         longrun_thresh_ns: clamp(K_LONGRUN, LONGRUN_MIN_NS, LONGRUN_MAX_NS),
@@ -252,32 +240,12 @@ pub fn derive_params(tau_ns: u64, nr_cpus: u32, nr_cpu_ids: u32) -> TauParams {
         // Critical damping of x += v; v -= v >> D; v -= x >> S: the decay
         // 2*gamma ~ 2^-D with gamma = omega0 gives omega0^2 ~ 2^-(2D+2).
         spring_shift: 2 * damping_shift + 2,
-    }
-}
-
-impl TauParams {
-    /// The BPF `topo_params` map value. The struct literal names every field
-    /// with no `..` fill, so a field added to `struct topo_params` in
-    /// `intf.h` breaks this build until it is mapped here. `tau_ns`,
-    /// `codel_eq_ns` and the CPU counts are not part of it: the first two
-    /// travel in `TuningKnobs` (`topology_tau_ns`, `codel_eq_ns`).
-    pub fn to_bpf(&self) -> TopoParams {
-        TopoParams {
-            sojourn_interval_ns: self.sojourn_interval_ns,
-            overflow_rescue_ns: self.overflow_rescue_ns,
-            starvation_rescue_ns: self.starvation_rescue_ns,
-            codel_target_floor_ns: self.codel_target_floor_ns,
-            codel_target_max_ns: self.codel_target_max_ns,
-            vtime_ceiling_ns: self.vtime_ceiling_ns,
-            lag_cap_ns: self.lag_cap_ns,
-            longrun_thresh_ns: self.longrun_thresh_ns,
-            spill_search_budget: self.spill_search_budget,
-            affinity_search_budget: self.affinity_search_budget,
-            pcpu_dsq_depth: self.pcpu_dsq_depth,
-            longrun_preempt_shift: self.longrun_preempt_shift,
-            damping_shift: self.damping_shift,
-            spring_shift: self.spring_shift,
-        }
+    };
+    TauParams {
+        tau_ns,
+        nr_cpus,
+        nr_cpu_ids,
+        bpf,
     }
 }
 
@@ -289,45 +257,28 @@ fn fmt_ns(ns: u64) -> String {
     }
 }
 
+/// The startup table's label of a `topo_params` field: its name without the
+/// unit suffix, in words (`codel_target_floor_ns` -> "codel target floor").
+fn label(field: &str) -> String {
+    field.strip_suffix("_ns").unwrap_or(field).replace('_', " ")
+}
+
 impl fmt::Display for TauParams {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let eq = if self.codel_eq_ns == 0 {
-            "unset".to_string()
-        } else {
-            fmt_ns(self.codel_eq_ns)
-        };
-        let rows: [(&str, String); 17] = [
-            ("tau", fmt_ns(self.tau_ns)),
-            ("codel equilibrium", eq),
-            ("sojourn interval", fmt_ns(self.sojourn_interval_ns)),
-            ("overflow rescue", fmt_ns(self.overflow_rescue_ns)),
-            ("starvation rescue", fmt_ns(self.starvation_rescue_ns)),
-            ("codel target floor", fmt_ns(self.codel_target_floor_ns)),
-            ("codel target max", fmt_ns(self.codel_target_max_ns)),
-            ("vtime ceiling", fmt_ns(self.vtime_ceiling_ns)),
-            ("lag cap", fmt_ns(self.lag_cap_ns)),
-            ("longrun threshold", fmt_ns(self.longrun_thresh_ns)),
-            ("spill search budget", self.spill_search_budget.to_string()),
-            (
-                "affinity search budget",
-                self.affinity_search_budget.to_string(),
-            ),
-            ("pcpu dsq depth", self.pcpu_dsq_depth.to_string()),
-            (
-                "longrun preempt shift",
-                self.longrun_preempt_shift.to_string(),
-            ),
-            ("damping shift (D)", self.damping_shift.to_string()),
-            ("spring shift (2D+2)", self.spring_shift.to_string()),
-            (
-                "cpus online / ids",
-                format!("{} / {}", self.nr_cpus, self.nr_cpu_ids),
-            ),
-        ];
-        for (name, value) in rows {
-            writeln!(f, "  {name:<24}{value:>12}")?;
+        let mut row = |name: &str, value: String| writeln!(f, "  {name:<24}{value:>12}");
+        row("tau", fmt_ns(self.tau_ns))?;
+        for (field, v) in self.bpf.fields() {
+            let value = match field {
+                "codel_eq_ns" if v == 0 => "unset".to_string(),
+                _ if field.ends_with("_ns") => fmt_ns(v),
+                _ => v.to_string(),
+            };
+            row(&label(field), value)?;
         }
-        Ok(())
+        row(
+            "cpus online / ids",
+            format!("{} / {}", self.nr_cpus, self.nr_cpu_ids),
+        )
     }
 }
 

@@ -8,8 +8,7 @@
 //! 2. update the regime (Schmitt + 2-tick hold) and take its tau-scaled baseline;
 //! 3. score the four loss pathways and update the expert weights (or relax them when healthy);
 //! 4. blend the eight continuous knobs, vote the two discrete ones;
-//! 5. sleep-adjust the batch slice, apply the longrun override, clamp to the rails;
-//! 6. carry over the topology-owned fields.
+//! 5. sleep-adjust the batch slice, apply the longrun override, clamp to the rails.
 
 mod baseline;
 mod experts;
@@ -45,7 +44,7 @@ use crate::regime::{Regime, RegimeDetector};
 /// Everything one tick decided.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TickOutput {
-    /// What to write to BPF's knobs map; topology-owned fields already carried over.
+    /// What to write to BPF's knobs map, whole.
     pub knobs: TuningKnobs,
     pub regime: Regime,
     pub regime_changed: bool,
@@ -85,9 +84,8 @@ impl Tuner {
         self.pathways.io_bucket()
     }
 
-    /// Runs one tick. `topo` holds the topology-owned knob fields currently in BPF (written at
-    /// detection and on hotplug); they are copied into the output unchanged.
-    pub fn tick(&mut self, input: &TickInput, topo: &TuningKnobs) -> TickOutput {
+    /// Runs one tick.
+    pub fn tick(&mut self, input: &TickInput) -> TickOutput {
         let sig = Signals::of(input);
         let before = self.regime.current();
         let regime = self.regime.update(input.idle_pct);
@@ -118,7 +116,7 @@ impl Tuner {
         }
 
         TickOutput {
-            knobs: rails::enforce(k).with_topology_of(topo),
+            knobs: rails::enforce(k),
             regime,
             regime_changed: regime != before,
             p99_ns: sig.p99_ns,
@@ -131,7 +129,7 @@ impl Tuner {
     }
 }
 
-/// The eight continuous knobs blended from `base`, affinity voted; other fields copied.
+/// The eight continuous knobs blended from `base`, affinity voted.
 fn blend_all(base: &TuningKnobs, w: &[f64; NR_EXPERTS]) -> TuningKnobs {
     let b = |v: u64, knob: Knob| experts::blend(v, knob, w);
     let baseline_affinity = match base.affinity_mode {
@@ -148,6 +146,5 @@ fn blend_all(base: &TuningKnobs, w: &[f64; NR_EXPERTS]) -> TuningKnobs {
         lat_cri_thresh_high: b(base.lat_cri_thresh_high, Knob::LatCriHigh),
         lat_cri_thresh_low: b(base.lat_cri_thresh_low, Knob::LatCriLow),
         affinity_mode: experts::vote_affinity(w, baseline_affinity) as u64,
-        ..*base
     }
 }

@@ -10,14 +10,6 @@ const TAU: u64 = 40 * MS;
 const FAST: usize = 12;
 const SLOW: usize = 24;
 
-fn topo() -> TuningKnobs {
-    TuningKnobs {
-        topology_tau_ns: TAU,
-        codel_eq_ns: 1_234_567,
-        ..TuningKnobs::defaults()
-    }
-}
-
 /// A MIXED-regime second with fast interactive wakeups and nothing else going on.
 fn calm() -> TickInput {
     let mut t = TickInput {
@@ -122,32 +114,10 @@ fn random_input(r: &mut Rng) -> TickInput {
 fn equilibrium_reproduces_the_regime_baseline() {
     let mut tuner = Tuner::new();
     for _ in 0..5 {
-        let out = tuner.tick(&calm(), &topo());
+        let out = tuner.tick(&calm());
         assert_eq!(out.regime, Regime::Mixed);
-        assert_eq!(
-            out.knobs,
-            scaled_regime_knobs(Regime::Mixed, TAU).with_topology_of(&topo())
-        );
+        assert_eq!(out.knobs, scaled_regime_knobs(Regime::Mixed, TAU));
         assert!(!out.fired.any());
-    }
-}
-
-#[test]
-fn topology_fields_survive_every_tick() {
-    let mut r = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut tuner = Tuner::new();
-    for i in 0..5_000 {
-        let t = TuningKnobs {
-            topology_tau_ns: r.next(),
-            codel_eq_ns: r.next(),
-            ..TuningKnobs::defaults()
-        };
-        let out = tuner.tick(&random_input(&mut r), &t);
-        assert_eq!(
-            (out.knobs.topology_tau_ns, out.knobs.codel_eq_ns),
-            (t.topology_tau_ns, t.codel_eq_ns),
-            "tick {i}"
-        );
     }
 }
 
@@ -158,9 +128,9 @@ fn regime_switches_only_after_the_hold() {
         idle_pct: 90.0,
         ..calm()
     };
-    let first = tuner.tick(&light, &topo());
+    let first = tuner.tick(&light);
     assert_eq!((first.regime, first.regime_changed), (Regime::Mixed, false));
-    let second = tuner.tick(&light, &topo());
+    let second = tuner.tick(&light);
     assert_eq!(
         (second.regime, second.regime_changed),
         (Regime::Light, true)
@@ -173,13 +143,10 @@ fn regime_switches_only_after_the_hold() {
 fn a_boundary_signal_does_not_flap_the_regime() {
     let mut tuner = Tuner::new();
     for idle in [49.0, 51.0, 49.0, 51.0, 49.0, 51.0, 51.0, 49.0] {
-        let out = tuner.tick(
-            &TickInput {
-                idle_pct: idle,
-                ..calm()
-            },
-            &topo(),
-        );
+        let out = tuner.tick(&TickInput {
+            idle_pct: idle,
+            ..calm()
+        });
         assert_eq!(out.regime, Regime::Mixed, "idle {idle}");
         assert!(!out.regime_changed);
     }
@@ -188,18 +155,18 @@ fn a_boundary_signal_does_not_flap_the_regime() {
 #[test]
 fn single_tick_p99_spike_is_not_confirmed_but_two_are() {
     let mut tuner = Tuner::new();
-    let out = tuner.tick(&slow(), &topo());
+    let out = tuner.tick(&slow());
     assert!(!out.fired.p99_spike);
     assert!(
         at_equilibrium(&out.weights),
         "an unconfirmed spike costs nobody"
     );
-    let out = tuner.tick(&calm(), &topo());
+    let out = tuner.tick(&calm());
     assert!(!out.fired.p99_spike);
-    let out = tuner.tick(&slow(), &topo());
+    let out = tuner.tick(&slow());
     assert!(!out.fired.p99_spike, "spikes separated by a healthy tick");
 
-    let out = tuner.tick(&slow(), &topo());
+    let out = tuner.tick(&slow());
     assert!(out.fired.p99_spike);
     assert!(w(&out, Expert::Latency) > w(&out, Expert::Throughput));
     let base = scaled_regime_knobs(Regime::Mixed, TAU);
@@ -214,7 +181,7 @@ fn rescue_delta_fires_on_the_edge_only() {
         rescues: 5,
         ..calm()
     };
-    let out = tuner.tick(&rescuing, &topo());
+    let out = tuner.tick(&rescuing);
     assert!(out.fired.rescue_delta);
     assert!(
         !out.fired.fork_storm,
@@ -225,24 +192,21 @@ fn rescue_delta_fires_on_the_edge_only() {
     assert!(w(&out, Expert::Latency) > w(&out, Expert::Throughput));
     assert!(w(&out, Expert::Latency) > w(&out, Expert::Saturated));
     for _ in 0..3 {
-        let out = tuner.tick(&rescuing, &topo());
+        let out = tuner.tick(&rescuing);
         assert!(
             !out.fired.rescue_delta,
             "sustained rescues are not a new edge"
         );
     }
-    tuner.tick(&calm(), &topo());
-    assert!(
-        tuner.tick(&rescuing, &topo()).fired.rescue_delta,
-        "0 -> n again"
-    );
+    tuner.tick(&calm());
+    assert!(tuner.tick(&rescuing).fired.rescue_delta, "0 -> n again");
 }
 
 #[test]
 fn high_wakeup_rate_without_rescues_is_not_a_fork_storm() {
     let mut tuner = Tuner::new();
     for _ in 0..10 {
-        let out = tuner.tick(&storm(0), &topo());
+        let out = tuner.tick(&storm(0));
         assert!(!out.fired.any(), "{:?}", out.fired);
         assert!(at_equilibrium(&out.weights));
     }
@@ -252,10 +216,10 @@ fn high_wakeup_rate_without_rescues_is_not_a_fork_storm() {
 fn confirmed_fork_storm_compresses_the_knobs_bpf_consumes() {
     let mut tuner = Tuner::new();
     let base = scaled_regime_knobs(Regime::Mixed, TAU);
-    let mut out = tuner.tick(&storm(3), &topo());
+    let mut out = tuner.tick(&storm(3));
     assert!(out.fired.fork_storm && out.fired.rescue_delta);
     for _ in 0..3 {
-        out = tuner.tick(&storm(3), &topo());
+        out = tuner.tick(&storm(3));
         assert!(out.fired.fork_storm && !out.fired.rescue_delta);
     }
     assert!(w(&out, Expert::ForkStorm) > 0.4, "{:?}", out.weights);
@@ -270,20 +234,14 @@ fn confirmed_fork_storm_compresses_the_knobs_bpf_consumes() {
 fn a_bigger_storm_charges_more() {
     let charge = |rate: u64| {
         let mut tuner = Tuner::new();
-        tuner.tick(
-            &TickInput {
-                rescues: 1,
-                ..calm()
-            },
-            &topo(),
-        );
-        let out = tuner.tick(
-            &TickInput {
-                wakeups_per_s: rate,
-                ..storm(1)
-            },
-            &topo(),
-        );
+        tuner.tick(&TickInput {
+            rescues: 1,
+            ..calm()
+        });
+        let out = tuner.tick(&TickInput {
+            wakeups_per_s: rate,
+            ..storm(1)
+        });
         assert!(out.fired.fork_storm && !out.fired.rescue_delta);
         w(&out, Expert::Throughput)
     };
@@ -293,15 +251,15 @@ fn a_bigger_storm_charges_more() {
 #[test]
 fn io_transition_fires_on_a_crossing_not_on_jitter() {
     let mut tuner = Tuner::new();
-    assert!(!tuner.tick(&with_io(calm(), 40), &topo()).fired.any());
+    assert!(!tuner.tick(&with_io(calm(), 40)).fired.any());
     for io in [58, 62, 58, 63, 57] {
-        let out = tuner.tick(&with_io(calm(), io), &topo());
+        let out = tuner.tick(&with_io(calm(), io));
         assert!(!out.fired.io_transition, "io {io}");
     }
-    let out = tuner.tick(&with_io(calm(), 90), &topo());
+    let out = tuner.tick(&with_io(calm(), 90));
     assert!(out.fired.io_transition);
     assert!(w(&out, Expert::IoHeavy) > w(&out, Expert::Throughput));
-    let out = tuner.tick(&with_io(calm(), 5), &topo());
+    let out = tuner.tick(&with_io(calm(), 5));
     assert!(out.fired.io_transition);
     assert!(w(&out, Expert::IoHeavy) < mwu::EQUILIBRIUM[0]);
 }
@@ -309,13 +267,13 @@ fn io_transition_fires_on_a_crossing_not_on_jitter() {
 #[test]
 fn sleep_pattern_shortens_the_batch_slice() {
     let mut tuner = Tuner::new();
-    tuner.tick(&with_io(calm(), 85), &topo());
-    let out = tuner.tick(&with_io(calm(), 85), &topo());
+    tuner.tick(&with_io(calm(), 85));
+    let out = tuner.tick(&with_io(calm(), 85));
     assert!(out.sleep_adjust);
     let base = scaled_regime_knobs(Regime::Mixed, TAU);
     assert_eq!(out.knobs.batch_slice_ns, base.batch_slice_ns / 2);
     let mut tuner = Tuner::new();
-    let out = tuner.tick(&with_io(calm(), 10), &topo());
+    let out = tuner.tick(&with_io(calm(), 10));
     assert_eq!(out.knobs.batch_slice_ns, base.batch_slice_ns);
 }
 
@@ -324,15 +282,15 @@ fn longrun_forces_weak_affinity_and_the_base_batch_slice() {
     let mut tuner = Tuner::new();
     let mut t = with_io(storm(3), 90);
     t.longrun = true;
-    let mut out = tuner.tick(&t, &topo());
+    let mut out = tuner.tick(&t);
     for _ in 0..4 {
-        out = tuner.tick(&t, &topo());
+        out = tuner.tick(&t);
     }
     let base = scaled_regime_knobs(Regime::Mixed, TAU);
     assert_eq!(out.knobs.affinity_mode, AffinityMode::Weak as u64);
     assert_eq!(out.knobs.batch_slice_ns, base.batch_slice_ns);
     t.longrun = false;
-    let out = tuner.tick(&t, &topo());
+    let out = tuner.tick(&t);
     assert_ne!(
         out.knobs.affinity_mode,
         AffinityMode::Weak as u64,
@@ -345,22 +303,19 @@ fn longrun_forces_weak_affinity_and_the_base_batch_slice() {
 fn healthy_ticks_relax_back_to_the_baseline() {
     let mut tuner = Tuner::new();
     for _ in 0..5 {
-        tuner.tick(&storm(3), &topo());
+        tuner.tick(&storm(3));
     }
     assert!(tuner.weights()[Expert::ForkStorm as usize] > 0.4);
     let before = *tuner.weights();
-    let mut out = tuner.tick(&calm(), &topo());
+    let mut out = tuner.tick(&calm());
     assert_eq!(
         out.weights, before,
         "first healthy tick: hold, no relaxation yet"
     );
     for _ in 0..30 {
-        out = tuner.tick(&calm(), &topo());
+        out = tuner.tick(&calm());
     }
-    assert_eq!(
-        out.knobs,
-        scaled_regime_knobs(Regime::Mixed, TAU).with_topology_of(&topo())
-    );
+    assert_eq!(out.knobs, scaled_regime_knobs(Regime::Mixed, TAU));
 }
 
 #[test]
@@ -374,7 +329,7 @@ fn weights_stay_normalised_and_floored_under_adversarial_input() {
         } else {
             adversarial[r.below(4) as usize]
         };
-        let out = tuner.tick(&t, &topo());
+        let out = tuner.tick(&t);
         let sum: f64 = out.weights.iter().sum();
         assert!((sum - 1.0).abs() < 1e-9, "tick {i}: sum {sum}");
         assert!(
@@ -392,7 +347,7 @@ fn blended_knobs_stay_on_the_rails_for_random_input() {
     let mut r = Rng(0x0123_4567_89ab_cdef);
     let mut tuner = Tuner::new();
     for i in 0..20_000 {
-        let out = tuner.tick(&random_input(&mut r), &topo());
+        let out = tuner.tick(&random_input(&mut r));
         assert!(rail::within(&out.knobs), "tick {i}: {:?}", out.knobs);
     }
 }

@@ -138,35 +138,24 @@ fn single_cpu_machine_builds_a_model() {
     assert_eq!(m.tau_ns, TAU_MIN_NS);
     assert_eq!(m.codel_eq_ns, CODEL_EQ_MIN_NS);
     assert!(m.rank_row(0).iter().all(|&s| s == AFFINITY_SENTINEL));
-    assert_eq!(m.params.spill_search_budget, 0);
-    assert_eq!(m.params.affinity_search_budget, 0);
-    assert_eq!(m.params.pcpu_dsq_depth, 1);
+    assert_eq!(m.params.bpf.spill_search_budget, 0);
+    assert_eq!(m.params.bpf.affinity_search_budget, 0);
+    assert_eq!(m.params.bpf.pcpu_dsq_depth, 1);
 }
 
 #[test]
 fn display_lists_every_knob() {
     let m = TopologyModel::new(synth(SyntheticLayout::simple(2, 3, 2)));
     let text = m.to_string();
-    for needle in [
-        "lambda_2",
-        "tau",
-        "codel equilibrium",
-        "sojourn interval",
-        "overflow rescue",
-        "starvation rescue",
-        "codel target floor",
-        "codel target max",
-        "vtime ceiling",
-        "lag cap",
-        "longrun threshold",
-        "spill search budget",
-        "affinity search budget",
-        "pcpu dsq depth",
-        "longrun preempt shift",
-        "damping shift",
-        "spring shift",
-    ] {
+    for needle in ["lambda_2", "tau", "codel eq", "cpus online / ids"] {
         assert!(text.contains(needle), "missing {needle}:\n{text}");
+    }
+    for (field, _) in m.params.bpf.fields() {
+        let label = field.strip_suffix("_ns").unwrap_or(field).replace('_', " ");
+        assert!(
+            text.lines().any(|l| l.trim_start().starts_with(&label)),
+            "missing {field} as {label:?}:\n{text}"
+        );
     }
     assert!(derive_params(MS, 2, 2).to_string().contains("unset"));
 }

@@ -30,81 +30,87 @@ fn check_clamps(p: &TauParams, what: &str) {
         );
     };
     within(
-        p.sojourn_interval_ns,
+        p.bpf.sojourn_interval_ns,
         SOJOURN_MIN_NS,
         SOJOURN_MAX_NS,
         "sojourn",
     );
     within(
-        p.overflow_rescue_ns,
+        p.bpf.overflow_rescue_ns,
         OVERFLOW_MIN_NS,
         OVERFLOW_MAX_NS,
         "overflow",
     );
     within(
-        p.starvation_rescue_ns,
+        p.bpf.starvation_rescue_ns,
         STARVATION_MIN_NS,
         STARVATION_MAX_NS,
         "starvation",
     );
     within(
-        p.codel_target_floor_ns,
+        p.bpf.codel_target_floor_ns,
         CODEL_FLOOR_MIN_NS,
         CODEL_FLOOR_MAX_NS,
         "floor",
     );
     within(
-        p.codel_target_max_ns,
+        p.bpf.codel_target_max_ns,
         CODEL_MAX_MIN_NS,
         CODEL_MAX_MAX_NS,
         "max",
     );
     within(
-        p.vtime_ceiling_ns,
+        p.bpf.vtime_ceiling_ns,
         VTIME_CEILING_MIN_NS,
         VTIME_CEILING_MAX_NS,
         "ceiling",
     );
-    within(p.lag_cap_ns, LAG_CAP_MIN_NS, LAG_CAP_MAX_NS, "lag");
+    within(p.bpf.lag_cap_ns, LAG_CAP_MIN_NS, LAG_CAP_MAX_NS, "lag");
     within(
-        p.longrun_thresh_ns,
+        p.bpf.longrun_thresh_ns,
         LONGRUN_MIN_NS,
         LONGRUN_MAX_NS,
         "longrun",
     );
-    assert!(p.codel_target_floor_ns < p.codel_target_max_ns, "{what}");
+    assert!(
+        p.bpf.codel_target_floor_ns < p.bpf.codel_target_max_ns,
+        "{what}"
+    );
     let cap = p
         .nr_cpu_ids
         .saturating_sub(1)
         .min(MAX_AFFINITY_CANDIDATES as u32);
     assert!(
-        p.spill_search_budget <= cap && p.affinity_search_budget <= cap,
+        p.bpf.spill_search_budget <= cap && p.bpf.affinity_search_budget <= cap,
         "{what}"
     );
     assert_eq!(
-        p.spill_search_budget,
-        cap.min(p.spill_search_budget.max(SPILL_MIN)),
+        p.bpf.spill_search_budget,
+        cap.min(p.bpf.spill_search_budget.max(SPILL_MIN)),
         "{what}"
     );
     assert_eq!(
-        p.affinity_search_budget,
-        cap.min(p.affinity_search_budget.max(AFFINITY_MIN)),
+        p.bpf.affinity_search_budget,
+        cap.min(p.bpf.affinity_search_budget.max(AFFINITY_MIN)),
         "{what}"
     );
-    assert!(p.affinity_search_budget <= p.spill_search_budget, "{what}");
-    assert!((1..=2).contains(&p.pcpu_dsq_depth), "{what}");
+    assert!(
+        p.bpf.affinity_search_budget <= p.bpf.spill_search_budget,
+        "{what}"
+    );
+    assert!((1..=2).contains(&p.bpf.pcpu_dsq_depth), "{what}");
     if p.nr_cpus < PCPU_DEPTH2_MIN_CPUS {
-        assert_eq!(p.pcpu_dsq_depth, 1, "{what}: depth 2 below 4 CPUs");
+        assert_eq!(p.bpf.pcpu_dsq_depth, 1, "{what}: depth 2 below 4 CPUs");
     }
     assert!(
-        p.longrun_preempt_shift == 0 || p.longrun_preempt_shift == 2,
+        p.bpf.longrun_preempt_shift == 0 || p.bpf.longrun_preempt_shift == 2,
         "{what}"
     );
     assert!(
-        (DAMPING_SHIFT_MIN..=DAMPING_SHIFT_MAX).contains(&p.damping_shift),
+        (DAMPING_SHIFT_MIN..=DAMPING_SHIFT_MAX).contains(&p.bpf.damping_shift),
         "{what}"
     );
-    assert_eq!(p.spring_shift, 2 * p.damping_shift + 2, "{what}");
+    assert_eq!(p.bpf.spring_shift, 2 * p.bpf.damping_shift + 2, "{what}");
 }
 
 #[test]
@@ -124,11 +130,11 @@ fn derived_table_for_every_fixture() {
         let p = &m.params;
         check_clamps(p, &name);
         assert_eq!(p.tau_ns, m.tau_ns);
-        assert_eq!(p.codel_eq_ns, m.codel_eq_ns);
+        assert_eq!(p.bpf.codel_eq_ns, m.codel_eq_ns);
         assert!((CODEL_EQ_MIN_NS..=CODEL_EQ_MAX_NS).contains(&m.codel_eq_ns));
         let want_tau = (TAU_SCALE_NS / m.spectrum.lambda2).round() as u64;
         assert!(m.tau_ns.abs_diff(want_tau) <= 1, "{name}");
-        summary.push((name, m.spectrum.lambda2, m.tau_ns, p.pcpu_dsq_depth));
+        summary.push((name, m.spectrum.lambda2, m.tau_ns, p.bpf.pcpu_dsq_depth));
     }
     let find = |prefix: &str| {
         summary
@@ -179,55 +185,64 @@ fn published_columns_on_the_tau_axis() {
     // 2C column at tau 2 ms.
     let p = derive_params(2 * MS, 2, 2);
     println!("=== published 2C column (tau 2 ms) ===\n{p}");
-    assert_eq!(p.sojourn_interval_ns, 2 * MS);
-    assert_eq!(p.overflow_rescue_ns, 4 * MS);
-    assert_eq!(p.starvation_rescue_ns, 50 * MS);
-    assert_eq!(p.codel_target_floor_ns, 200 * US);
-    assert_eq!(p.codel_target_max_ns, MS);
-    assert_eq!(p.vtime_ceiling_ns, 16 * MS);
-    assert_eq!(p.lag_cap_ns, 8 * MS);
-    assert_eq!(p.pcpu_dsq_depth, 1);
-    assert_eq!(p.longrun_preempt_shift, 2);
-    assert_eq!(p.damping_shift, 1);
+    assert_eq!(p.bpf.sojourn_interval_ns, 2 * MS);
+    assert_eq!(p.bpf.overflow_rescue_ns, 4 * MS);
+    assert_eq!(p.bpf.starvation_rescue_ns, 50 * MS);
+    assert_eq!(p.bpf.codel_target_floor_ns, 200 * US);
+    assert_eq!(p.bpf.codel_target_max_ns, MS);
+    assert_eq!(p.bpf.vtime_ceiling_ns, 16 * MS);
+    assert_eq!(p.bpf.lag_cap_ns, 8 * MS);
+    assert_eq!(p.bpf.pcpu_dsq_depth, 1);
+    assert_eq!(p.bpf.longrun_preempt_shift, 2);
+    assert_eq!(p.bpf.damping_shift, 1);
     // Published 6 / 3, but only one other CPU exists (upper bound wins).
-    assert_eq!((p.spill_search_budget, p.affinity_search_budget), (1, 1));
+    assert_eq!(
+        (p.bpf.spill_search_budget, p.bpf.affinity_search_budget),
+        (1, 1)
+    );
 
     // 12C column at tau 40 ms.
     let p = derive_params(40 * MS, 12, 12);
     println!("=== published 12C column (tau 40 ms) ===\n{p}");
-    assert_eq!(p.sojourn_interval_ns, 12 * MS);
-    assert_eq!(p.overflow_rescue_ns, 10 * MS);
-    assert_eq!(p.codel_target_floor_ns, 700 * US);
-    assert_eq!(p.codel_target_max_ns, 2 * MS);
-    assert_eq!(p.vtime_ceiling_ns, 120 * MS);
-    assert_eq!(p.lag_cap_ns, 40 * MS);
-    assert_eq!(p.longrun_thresh_ns, 2_000 * MS);
-    assert_eq!((p.spill_search_budget, p.affinity_search_budget), (6, 3));
-    assert_eq!(p.pcpu_dsq_depth, 2);
-    assert_eq!(p.longrun_preempt_shift, 0);
-    assert_eq!(p.damping_shift, 5);
+    assert_eq!(p.bpf.sojourn_interval_ns, 12 * MS);
+    assert_eq!(p.bpf.overflow_rescue_ns, 10 * MS);
+    assert_eq!(p.bpf.codel_target_floor_ns, 700 * US);
+    assert_eq!(p.bpf.codel_target_max_ns, 2 * MS);
+    assert_eq!(p.bpf.vtime_ceiling_ns, 120 * MS);
+    assert_eq!(p.bpf.lag_cap_ns, 40 * MS);
+    assert_eq!(p.bpf.longrun_thresh_ns, 2_000 * MS);
+    assert_eq!(
+        (p.bpf.spill_search_budget, p.bpf.affinity_search_budget),
+        (6, 3)
+    );
+    assert_eq!(p.bpf.pcpu_dsq_depth, 2);
+    assert_eq!(p.bpf.longrun_preempt_shift, 0);
+    assert_eq!(p.bpf.damping_shift, 5);
 
     // 32C column at tau 5 ms.
     let p = derive_params(5 * MS, 32, 32);
     println!("=== published 32C column (tau 5 ms) ===\n{p}");
-    assert_eq!(p.sojourn_interval_ns, 5 * MS);
-    assert_eq!(p.overflow_rescue_ns, 4 * MS);
-    assert_eq!(p.codel_target_floor_ns, 200 * US);
-    assert_eq!(p.codel_target_max_ns, MS);
-    assert_eq!(p.vtime_ceiling_ns, 16 * MS);
-    assert_eq!(p.lag_cap_ns, 8 * MS);
-    assert_eq!((p.spill_search_budget, p.affinity_search_budget), (16, 8));
-    assert_eq!(p.pcpu_dsq_depth, 1);
+    assert_eq!(p.bpf.sojourn_interval_ns, 5 * MS);
+    assert_eq!(p.bpf.overflow_rescue_ns, 4 * MS);
+    assert_eq!(p.bpf.codel_target_floor_ns, 200 * US);
+    assert_eq!(p.bpf.codel_target_max_ns, MS);
+    assert_eq!(p.bpf.vtime_ceiling_ns, 16 * MS);
+    assert_eq!(p.bpf.lag_cap_ns, 8 * MS);
+    assert_eq!(
+        (p.bpf.spill_search_budget, p.bpf.affinity_search_budget),
+        (16, 8)
+    );
+    assert_eq!(p.bpf.pcpu_dsq_depth, 1);
     // Published 21 ms; the design's formula gives 500 ms / (32 / 4).
-    assert_eq!(p.starvation_rescue_ns, 62_500_000);
+    assert_eq!(p.bpf.starvation_rescue_ns, 62_500_000);
 
     // 8C reference point for the damping law.
-    assert_eq!(derive_params(8 * MS, 8, 8).damping_shift, 3);
+    assert_eq!(derive_params(8 * MS, 8, 8).bpf.damping_shift, 3);
 }
 
 #[test]
 fn starvation_rescue_reference_points() {
-    let starve = |n| derive_params(10 * MS, n, n).starvation_rescue_ns;
+    let starve = |n| derive_params(10 * MS, n, n).bpf.starvation_rescue_ns;
     assert_eq!(starve(2), 50 * MS);
     assert_eq!(starve(8), 200 * MS);
     assert_eq!(starve(128), 20 * MS);
@@ -241,14 +256,17 @@ fn budgets_never_exceed_existing_cpus() {
         for tau in [100 * US, 2 * MS, 40 * MS, TAU_MAX_NS] {
             let p = derive_params(tau, ids, ids);
             let cap = ids.saturating_sub(1).min(MAX_AFFINITY_CANDIDATES as u32);
-            assert!(p.spill_search_budget <= cap);
-            assert!(p.affinity_search_budget <= cap);
+            assert!(p.bpf.spill_search_budget <= cap);
+            assert!(p.bpf.affinity_search_budget <= cap);
             if cap >= SPILL_MIN {
-                assert!(p.spill_search_budget >= SPILL_MIN);
+                assert!(p.bpf.spill_search_budget >= SPILL_MIN);
             }
         }
     }
-    assert_eq!(derive_params(100 * US, 1024, 1024).spill_search_budget, 128);
+    assert_eq!(
+        derive_params(100 * US, 1024, 1024).bpf.spill_search_budget,
+        128
+    );
 }
 
 #[test]
@@ -258,24 +276,27 @@ fn clamps_and_shifts_hold_across_the_tau_range() {
     while tau < 10 * TAU_MAX_NS {
         let p = derive_params(tau, 12, 12);
         check_clamps(&p, &format!("tau {tau}"));
-        assert!(p.damping_shift >= last_d, "D must not shrink as tau grows");
-        last_d = p.damping_shift;
+        assert!(
+            p.bpf.damping_shift >= last_d,
+            "D must not shrink as tau grows"
+        );
+        last_d = p.bpf.damping_shift;
         tau = tau * 3 / 2 + 1;
     }
-    assert_eq!(derive_params(0, 12, 12).damping_shift, 1);
-    assert_eq!(derive_params(u64::MAX, 12, 12).damping_shift, 6);
+    assert_eq!(derive_params(0, 12, 12).bpf.damping_shift, 1);
+    assert_eq!(derive_params(u64::MAX, 12, 12).bpf.damping_shift, 6);
     assert_eq!(
-        derive_params(u64::MAX, 12, 12).longrun_thresh_ns,
+        derive_params(u64::MAX, 12, 12).bpf.longrun_thresh_ns,
         LONGRUN_MAX_NS
     );
 }
 
 #[test]
 fn depth_and_preempt_shift_switch_at_their_thresholds() {
-    assert_eq!(derive_params(6 * MS - 1, 8, 8).pcpu_dsq_depth, 1);
-    assert_eq!(derive_params(6 * MS, 8, 8).pcpu_dsq_depth, 2);
-    assert_eq!(derive_params(4 * MS - 1, 8, 8).longrun_preempt_shift, 2);
-    assert_eq!(derive_params(4 * MS, 8, 8).longrun_preempt_shift, 0);
+    assert_eq!(derive_params(6 * MS - 1, 8, 8).bpf.pcpu_dsq_depth, 1);
+    assert_eq!(derive_params(6 * MS, 8, 8).bpf.pcpu_dsq_depth, 2);
+    assert_eq!(derive_params(4 * MS - 1, 8, 8).bpf.longrun_preempt_shift, 2);
+    assert_eq!(derive_params(4 * MS, 8, 8).bpf.longrun_preempt_shift, 0);
 }
 
 #[test]
@@ -284,17 +305,17 @@ fn depth_needs_four_cpus_and_slow_mixing() {
     for tau in [6 * MS, 8 * MS, 40 * MS, TAU_MAX_NS] {
         for n in 1..PCPU_DEPTH2_MIN_CPUS {
             assert_eq!(
-                derive_params(tau, n, n).pcpu_dsq_depth,
+                derive_params(tau, n, n).bpf.pcpu_dsq_depth,
                 1,
                 "tau {tau} n {n}"
             );
         }
-        assert_eq!(derive_params(tau, 4, 4).pcpu_dsq_depth, 2, "tau {tau}");
+        assert_eq!(derive_params(tau, 4, 4).bpf.pcpu_dsq_depth, 2, "tau {tau}");
     }
     // Tau rule: fast mixing keeps 1 slot however many CPUs there are.
-    assert_eq!(derive_params(6 * MS - 1, 1024, 1024).pcpu_dsq_depth, 1);
+    assert_eq!(derive_params(6 * MS - 1, 1024, 1024).bpf.pcpu_dsq_depth, 1);
     // Online CPUs count, not CPU ids: 3 online of 8 possible is still small.
-    assert_eq!(derive_params(40 * MS, 3, 8).pcpu_dsq_depth, 1);
+    assert_eq!(derive_params(40 * MS, 3, 8).bpf.pcpu_dsq_depth, 1);
     // The published table, at the tau each machine's topology gives it.
     for (cpus, tau, depth) in [
         (2, 2_400_000, 1),
@@ -304,60 +325,21 @@ fn depth_needs_four_cpus_and_slow_mixing() {
         (32, 5 * MS, 1),
     ] {
         let p = derive_params(tau, cpus, cpus);
-        assert_eq!(p.pcpu_dsq_depth, depth, "{cpus}C at tau {tau}");
+        assert_eq!(p.bpf.pcpu_dsq_depth, depth, "{cpus}C at tau {tau}");
     }
 }
 
 #[test]
-fn to_bpf_maps_every_field() {
-    // Distinct values so a swapped pair of fields cannot pass.
-    let p = TauParams {
-        tau_ns: 1,
-        codel_eq_ns: 2,
-        nr_cpus: 3,
-        nr_cpu_ids: 4,
-        sojourn_interval_ns: 11,
-        overflow_rescue_ns: 12,
-        starvation_rescue_ns: 13,
-        codel_target_floor_ns: 14,
-        codel_target_max_ns: 15,
-        vtime_ceiling_ns: 16,
-        lag_cap_ns: 17,
-        longrun_thresh_ns: 18,
-        spill_search_budget: 21,
-        affinity_search_budget: 22,
-        pcpu_dsq_depth: 23,
-        longrun_preempt_shift: 24,
-        damping_shift: 25,
-        spring_shift: 26,
-    };
-    let b = p.to_bpf();
+fn the_model_fills_in_the_codel_equilibrium() {
     assert_eq!(
-        b,
-        TopoParams {
-            sojourn_interval_ns: 11,
-            overflow_rescue_ns: 12,
-            starvation_rescue_ns: 13,
-            codel_target_floor_ns: 14,
-            codel_target_max_ns: 15,
-            vtime_ceiling_ns: 16,
-            lag_cap_ns: 17,
-            longrun_thresh_ns: 18,
-            spill_search_budget: 21,
-            affinity_search_budget: 22,
-            pcpu_dsq_depth: 23,
-            longrun_preempt_shift: 24,
-            damping_shift: 25,
-            spring_shift: 26,
-        }
+        derive_params(8 * MS, 8, 8).bpf.codel_eq_ns,
+        0,
+        "no graph: unset"
     );
-
-    // A real model's parameters reach BPF unchanged.
     let m = TopologyModel::new(synth(SyntheticLayout::simple(2, 3, 2)));
-    let b = m.params.to_bpf();
-    assert_eq!(b.sojourn_interval_ns, m.params.sojourn_interval_ns);
-    assert_eq!(b.longrun_thresh_ns, m.params.longrun_thresh_ns);
+    let b = m.params.bpf;
+    assert_eq!(b.codel_eq_ns, m.codel_eq_ns);
+    assert_ne!(b.codel_eq_ns, 0);
     assert_eq!(b.pcpu_dsq_depth, 2);
     assert_eq!(b.spring_shift, 2 * b.damping_shift + 2);
-    assert_ne!(b, TopoParams::default());
 }
