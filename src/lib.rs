@@ -10,7 +10,6 @@ pub mod cli;
 pub mod codel;
 pub mod compositor;
 pub mod cpustat;
-pub mod event;
 #[cfg(test)]
 mod fuzz;
 pub mod hist;
@@ -20,7 +19,6 @@ pub mod logger;
 pub mod preflight;
 pub mod procdb;
 pub mod refused;
-pub mod regime;
 pub mod scheduler;
 pub mod stats;
 pub mod telemetry;

@@ -11,7 +11,7 @@
 //! detected) nothing is scaled and the unscaled regime values apply.
 
 use crate::bpf_intf::{AffinityMode, TuningKnobs};
-use crate::regime::Regime;
+use crate::tuning::regime::Regime;
 
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;

@@ -15,6 +15,7 @@ mod experts;
 mod mwu;
 mod pathways;
 mod rails;
+pub mod regime;
 mod signals;
 mod sleep;
 #[cfg(test)]
@@ -39,7 +40,7 @@ pub mod rail {
 }
 
 use crate::bpf_intf::{AffinityMode, NR_TIERS, TuningKnobs};
-use crate::regime::{Regime, RegimeDetector};
+use regime::{Regime, RegimeDetector};
 
 /// Everything one tick decided.
 #[derive(Clone, Copy, Debug, PartialEq)]
