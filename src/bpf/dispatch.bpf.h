@@ -92,6 +92,15 @@ static __always_inline bool service_aged_overflow(s32 cpu, u32 node, u64 thresh,
 	return served;
 }
 
+/* move_shared() for a per-CPU DSQ: its age decides when other CPUs may steal from it. */
+static __always_inline bool move_pcpu(s32 cpu)
+{
+	if (!scx_bpf_dsq_move_to_local(cpu, 0))
+		return false;
+	refresh_since(cpu, &cpu_ctx(cpu & (MAX_CPUS - 1))->pcpu_since);
+	return true;
+}
+
 /* Tasks stranded in the per-CPU DSQ of a CPU that went offline are pulled by any live CPU. */
 static __always_inline bool drain_offline(void)
 {
@@ -104,7 +113,7 @@ static __always_inline bool drain_offline(void)
 			break;
 		if (!cpu_ctx(i)->drain || scx_bpf_dsq_nr_queued(i) <= 0)
 			continue;
-		if (scx_bpf_dsq_move_to_local(i, 0)) {
+		if (move_pcpu(i)) {
 			STAT_INC(nr_offline_drain);
 			return true;
 		}
@@ -137,7 +146,7 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 	 */
 	if (cpu_ctx(cpu)->owe_local) {
 		cpu_ctx(cpu)->owe_local = 0;
-		if (scx_bpf_dsq_move_to_local(cpu, 0))
+		if (move_pcpu(cpu))
 			return true;
 	}
 	if (k && service_aged_overflow(cpu, node, tp->overflow_rescue_ns, k->batch_slice_ns)) {
@@ -161,12 +170,17 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 	}
 
 	/* 0: own per-CPU DSQ, cache-hot. */
-	if (scx_bpf_dsq_move_to_local(cpu, 0))
+	if (move_pcpu(cpu))
 		return true;
 
-	/* 1: steal from the nearest per-CPU DSQs by R_eff, within the tau-derived budget. */
-	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp);
-	if (victim >= 0 && scx_bpf_dsq_move_to_local(victim, 0)) {
+	/*
+	 * 1: steal from the nearest per-CPU DSQs by R_eff, within the tau-derived budget, work that
+	 * has waited there a preemption threshold: younger work is left to its own CPU, where a
+	 * consumer queued behind its producer reads a batch (see enqueue()).
+	 */
+	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED,
+			   k ? k->preempt_thresh_ns : 0, tp);
+	if (victim >= 0 && move_pcpu(victim)) {
 		STAT_INC(nr_steals);
 		return true;
 	}
@@ -176,6 +190,12 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 		return true;
 	if (move_shared_near(batch_dsq(node), &batch_dsq_since[node & (MAX_NODES - 1)], cpu))
 		return true;
+	/* 5b: rather than go idle, steal per-CPU work of any age. */
+	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp);
+	if (victim >= 0 && move_pcpu(victim)) {
+		STAT_INC(nr_steals);
+		return true;
+	}
 
 	/* 6: other nodes. */
 	bpf_for(i, 0, MAX_NODES) {

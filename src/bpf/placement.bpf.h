@@ -104,8 +104,11 @@ static __always_inline bool pcpu_has_room(s32 cpu, struct topo_params *tp)
 static __always_inline void insert_pcpu(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 					u64 slice, u64 vtime, u64 enq_flags)
 {
-	mark_enqueued(tctx, bpf_ktime_get_ns());
+	u64 now = bpf_ktime_get_ns();
+
+	mark_enqueued(tctx, now);
 	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
+	mark_shared_since(&cpu_ctx(cpu & (MAX_CPUS - 1))->pcpu_since, now);
 	STAT_INC(nr_pcpu);
 	/* Must stay 0: the gate checks that no placement ever targets a CPU known to be offline. */
 	if (!cpu_is_online(cpu))
@@ -185,7 +188,9 @@ static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 b
 				return c;
 			break;
 		case RANK_WANT_QUEUED:
-			if (scx_bpf_dsq_nr_queued(c) > 0)
+			/* @deadline here is a minimum age of the DSQ's work (0: any). */
+			if (scx_bpf_dsq_nr_queued(c) > 0 &&
+			    (!deadline || bpf_ktime_get_ns() - cpu_ctx(c)->pcpu_since >= deadline))
 				return c;
 			break;
 		case RANK_WANT_IDLE:

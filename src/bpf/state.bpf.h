@@ -95,6 +95,7 @@ struct cpu_ctx {
 	u8 local_urgent; /* interactive work was queued locally behind a rescued BATCH task */
 	u8 drain;	 /* went offline while running: its own DSQ may still hold tasks */
 	u64 run_deadline; /* dsq_vtime + slice of the task that started running here */
+	u64 pcpu_since;   /* since when this CPU's own DSQ has held work (0: empty) */
 } __attribute__((aligned(64)));
 
 enum run_kind {
