@@ -4,14 +4,15 @@
 //! no locks: BPF only ever sees whole knob structs written by this loop.
 
 use crate::cpustat::{self, CpuTimes};
-use crate::procdb::{self, Observation, ProcDb, WarmMirror};
+use crate::procdb::{self, Migration, Observation, ProcDb, SaveReport, WarmMirror};
 use crate::scheduler::Scheduler;
 use crate::stats::{self, PandemoniumMetrics, Publisher, Sample};
 use crate::telemetry::{self, Extra, Snapshot};
 use crate::tuning::{TickContext, TickInput, Tuner};
 use crate::watchdog::{self, Heartbeat};
 use anyhow::Result;
-use log::{info, warn};
+use log::{info, log, warn};
+use std::path::Path;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -20,6 +21,7 @@ pub struct Controller {
     verbose: bool,
     tuner: Tuner,
     db: Option<(ProcDb, PathBuf)>,
+    save_report: SaveReport,
     warm: WarmMirror,
     prev: Snapshot,
     prev_at: Instant,
@@ -33,6 +35,7 @@ impl Controller {
     /// In adaptive mode also loads the process database; a bad file is reported and set aside.
     pub fn new(adaptive: bool, verbose: bool) -> Controller {
         let db = adaptive.then(procdb::default_path).flatten().map(|path| {
+            migrate_legacy(&path);
             let (db, outcome) = ProcDb::load(&path, procdb::DEFAULT_CAPACITY);
             if outcome.is_warning() {
                 warn!("procdb {}: {outcome}", path.display());
@@ -47,6 +50,7 @@ impl Controller {
             verbose,
             tuner: Tuner::new(),
             db,
+            save_report: SaveReport::default(),
             warm: WarmMirror::default(),
             prev: Snapshot::default(),
             prev_at: Instant::now(),
@@ -167,8 +171,10 @@ impl Controller {
             }
             self.warm.applied(&delta);
         }
-        if let Some(Err(e)) = db.save_if_due(path, Instant::now()) {
-            warn!("procdb: cannot save {}: {e}", path.display());
+        if let Some(r) = db.save_if_due(path, Instant::now())
+            && let Some((level, text)) = self.save_report.line(path, db.len(), &r, false)
+        {
+            log!(level, "{text}");
         }
         Ok(())
     }
@@ -178,10 +184,22 @@ impl Controller {
         if let Some((db, path)) = &mut self.db
             && db.is_dirty()
         {
-            match db.save(path) {
-                Ok(()) => info!("procdb: saved {} profiles to {}", db.len(), path.display()),
-                Err(e) => warn!("procdb: cannot save {}: {e}", path.display()),
+            let r = db.save(path);
+            if let Some((level, text)) = self.save_report.line(path, db.len(), &r, true) {
+                log!(level, "{text}");
             }
         }
+    }
+}
+
+/// Root's database used to live in root's cache, which the unit's ProtectHome= makes read-only.
+fn migrate_legacy(path: &Path) {
+    let Some(old) = procdb::legacy_path() else {
+        return;
+    };
+    match procdb::migrate(path, &old) {
+        Migration::Nothing => {}
+        m if m.is_warning() => warn!("procdb {}: {m}", path.display()),
+        m => info!("procdb {}: {m}", path.display()),
     }
 }

@@ -29,6 +29,10 @@ pub const BATCH_DSQ_BASE: u64 = 1 << 17;
 pub const CODEL_MAX_IMPULSES: u64 = 16;
 pub const CODEL_KICK_SHIFT: u32 = 3;
 pub const CODEL_VCAP_SHIFT: u32 = 2;
+/// `enum cpu_size`: a CPU's size on a hybrid machine (see `topology::CpuSize`).
+pub const CPU_SIZE_BIG: u8 = 0;
+pub const CPU_SIZE_MID: u8 = 1;
+pub const CPU_SIZE_LITTLE: u8 = 2;
 
 /// Behavioral tiers, in the order BPF indexes its per-tier arrays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,6 +242,9 @@ const _: () = assert!(NR_TIERS == c::pandemonium_tier_NR_TIERS as usize);
 const _: () = assert!(CODEL_MAX_IMPULSES == c::codel_consts_CODEL_MAX_IMPULSES as u64);
 const _: () = assert!(CODEL_KICK_SHIFT == c::codel_consts_CODEL_KICK_SHIFT);
 const _: () = assert!(CODEL_VCAP_SHIFT == c::codel_consts_CODEL_VCAP_SHIFT);
+const _: () = assert!(CPU_SIZE_BIG as u32 == c::cpu_size_CPU_SIZE_BIG);
+const _: () = assert!(CPU_SIZE_MID as u32 == c::cpu_size_CPU_SIZE_MID);
+const _: () = assert!(CPU_SIZE_LITTLE as u32 == c::cpu_size_CPU_SIZE_LITTLE);
 const _: () = assert!(Tier::Batch as u32 == c::pandemonium_tier_TIER_BATCH);
 const _: () = assert!(Tier::Interactive as u32 == c::pandemonium_tier_TIER_INTERACTIVE);
 const _: () = assert!(Tier::LatCritical as u32 == c::pandemonium_tier_TIER_LAT_CRITICAL);

@@ -18,6 +18,11 @@ pub struct Layout {
     pub cpu_l2: Vec<u16>,
     /// One row per possible CPU id; offline CPUs get an all-sentinel row.
     pub ranks: Vec<AffinityRow>,
+    /// Whether the online CPUs differ in size (big and little cores).
+    pub hybrid: bool,
+    /// `enum cpu_size` of each possible CPU id; all big on a symmetric machine and for offline
+    /// CPUs (which BPF never places on).
+    pub cpu_size: Vec<u8>,
     /// The `topo_params` map value, the CoDel equilibrium included.
     pub params: TopoParams,
     pub tau_ns: u64,
@@ -56,6 +61,7 @@ impl Layout {
                 cpus: model.rank_row(c),
             })
             .collect();
+        let cpu_size = (0..n).map(|c| topo.sizes.size(c) as u8).collect();
         Ok(Layout {
             nr_cpu_ids: n,
             online: topo.online.clone(),
@@ -63,6 +69,8 @@ impl Layout {
             cpu_node,
             cpu_l2,
             ranks,
+            hybrid: topo.sizes.is_hybrid(),
+            cpu_size,
             params: model.params.bpf,
             tau_ns: model.tau_ns,
             summary: model.to_string(),

@@ -2,7 +2,8 @@
 //! Flags of other scx schedulers that scx_pandemonium refuses by name.
 //!
 //! `SCX_FLAGS` in /etc/default/scx and scx_loader's per-mode flags are often carried over from
-//! scx_bpfland, scx_lavd or scx_cosmos when switching to scx_pandemonium. Clap alone would answer
+//! scx_bpfland, scx_lavd or scx_cosmos when switching to scx_pandemonium, or from the published
+//! scx_pandemonium, which has the same binary name. Clap alone would answer
 //! such a flag with "unexpected argument", which says nothing about what to do; each flag listed
 //! here is parsed (hidden from `--help`) only so the refusal can say what to use instead. A flag
 //! is either supported for real or listed here: none is accepted and ignored.
@@ -17,8 +18,14 @@ pub struct Foreign {
     short: Option<char>,
     long: &'static str,
     takes_value: bool,
+    of: &'static str,
     instead: &'static str,
 }
+
+const OTHERS: &str = "other scx schedulers";
+/// Its hidden test-harness flags; the rest of its command line (-v, --version, --no-adaptive)
+/// means the same here.
+const UPSTREAM: &str = "the published scx_pandemonium (5.x, a different scheduler)";
 
 const SLICES: &str = "time slices are sized per task class by the scheduler and retuned every \
                       second by its adaptive loop; to run on the fixed built-in slices, use \
@@ -39,6 +46,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: Some('s'),
         long: "slice-us",
         takes_value: true,
+        of: OTHERS,
         instead: SLICES,
     },
     Foreign {
@@ -46,6 +54,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: Some('l'),
         long: "slice-us-lag",
         takes_value: true,
+        of: OTHERS,
         instead: SLICES,
     },
     Foreign {
@@ -53,6 +62,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: None,
         long: "slice-min-us",
         takes_value: true,
+        of: OTHERS,
         instead: SLICES,
     },
     Foreign {
@@ -60,6 +70,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: None,
         long: "slice-max-us",
         takes_value: true,
+        of: OTHERS,
         instead: SLICES,
     },
     Foreign {
@@ -67,6 +78,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: None,
         long: "pinned-slice-us",
         takes_value: true,
+        of: OTHERS,
         instead: SLICES,
     },
     Foreign {
@@ -74,6 +86,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: Some('m'),
         long: "primary-domain",
         takes_value: true,
+        of: OTHERS,
         instead: NO_DOMAINS,
     },
     Foreign {
@@ -81,6 +94,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: None,
         long: "performance",
         takes_value: false,
+        of: OTHERS,
         instead: NO_DOMAINS,
     },
     Foreign {
@@ -88,6 +102,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: None,
         long: "powersave",
         takes_value: false,
+        of: OTHERS,
         instead: NO_DOMAINS,
     },
     Foreign {
@@ -95,6 +110,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: None,
         long: "autopilot",
         takes_value: false,
+        of: OTHERS,
         instead: "the adaptive loop (on by default) is what adjusts the scheduler to the load; \
                   remove the flag",
     },
@@ -103,6 +119,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: Some('k'),
         long: "local-kthreads",
         takes_value: false,
+        of: OTHERS,
         instead: "kernel threads follow a fixed policy here (workqueue workers are never \
                   BATCH); remove the flag (--compositor NAME makes a program LAT_CRITICAL)",
     },
@@ -111,6 +128,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: Some('p'),
         long: "local-pcpu",
         takes_value: false,
+        of: OTHERS,
         instead: "per-CPU tasks are classified by their behaviour like every other task; \
                   remove the flag (--compositor NAME makes a program LAT_CRITICAL)",
     },
@@ -119,6 +137,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: Some('w'),
         long: "no-wake-sync",
         takes_value: false,
+        of: OTHERS,
         instead: PLACEMENT,
     },
     Foreign {
@@ -127,6 +146,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: Some('S'),
         long: "sticky-tasks",
         takes_value: true,
+        of: OTHERS,
         instead: PLACEMENT,
     },
     Foreign {
@@ -134,6 +154,7 @@ pub const FOREIGN: &[Foreign] = &[
         short: Some('I'),
         long: "idle-resume-us",
         takes_value: true,
+        of: OTHERS,
         instead: POWER,
     },
     Foreign {
@@ -141,7 +162,28 @@ pub const FOREIGN: &[Foreign] = &[
         short: Some('t'),
         long: "throttle-us",
         takes_value: true,
+        of: OTHERS,
         instead: POWER,
+    },
+    Foreign {
+        id: "foreign_dump_log",
+        short: None,
+        long: "dump-log",
+        takes_value: false,
+        of: UPSTREAM,
+        instead: "there is no in-memory log to dump: every message goes to stderr (the journal \
+                  under systemd) as it happens; -v adds a telemetry line per second, --stats SECS \
+                  every counter, -d the kernel's trace pipe; remove the flag",
+    },
+    Foreign {
+        id: "foreign_nr_cpus",
+        short: None,
+        long: "nr-cpus",
+        takes_value: true,
+        of: UPSTREAM,
+        instead: "the CPUs and their topology are read from sysfs, and a CPU going offline or \
+                  online reloads the scheduler; to run on fewer CPUs, take the others offline \
+                  (/sys/devices/system/cpu/cpuN/online); remove the flag",
     },
 ];
 
@@ -173,8 +215,9 @@ impl Foreign {
 
     pub fn message(&self) -> String {
         format!(
-            "{} is a flag of other scx schedulers that scx_pandemonium does not take: {}",
+            "{} is a flag of {} that this scx_pandemonium does not take: {}",
             self.spelling(),
+            self.of,
             self.instead
         )
     }
@@ -334,6 +377,23 @@ mod tests {
         assert!(msg.contains("-p/--local-pcpu"), "{msg}");
         assert!(msg.contains("--compositor NAME"), "{msg}");
         assert!(msg.contains("SCX_FLAGS"), "{msg}");
+    }
+
+    #[test]
+    fn the_published_scx_pandemoniums_hidden_flags_are_refused_as_its_own() {
+        let r = parse(&["--dump-log", "--nr-cpus", "4", "-v"]).unwrap();
+        assert_eq!(longs(&r), ["dump-log", "nr-cpus"]);
+        let msg = r.message().unwrap();
+        assert!(
+            msg.contains("--dump-log is a flag of the published scx_pandemonium"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("--nr-cpus is a flag of the published"),
+            "{msg}"
+        );
+        assert!(msg.contains("offline"), "{msg}");
+        assert!(!msg.contains("other scx schedulers"), "{msg}");
     }
 
     #[test]

@@ -71,6 +71,10 @@ impl<'obj> Scheduler<'obj> {
         for (slot, l2) in rodata.cpu_l2_ro.iter_mut().zip(&layout.cpu_l2) {
             *slot = *l2;
         }
+        rodata.hybrid_ro = u8::from(layout.hybrid);
+        for (slot, size) in rodata.cpu_size_ro.iter_mut().zip(&layout.cpu_size) {
+            *slot = *size;
+        }
 
         let started = Instant::now();
         info!(

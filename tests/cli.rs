@@ -109,6 +109,14 @@ fn flags_of_other_scx_schedulers_are_refused_with_advice() {
             ],
         ),
         (&["-v", "-k"], &["-k/--local-kthreads", "SCX_FLAGS"]),
+        // The published scx_pandemonium's hidden flags, from an SCX_FLAGS written for it.
+        (
+            &["--dump-log", "--nr-cpus", "8", "--no-adaptive"],
+            &[
+                "--dump-log is a flag of the published scx_pandemonium",
+                "--nr-cpus is a flag of the published scx_pandemonium",
+            ],
+        ),
     ];
     for (args, needles) in cases {
         let o = bin().args(*args).output().unwrap();

@@ -66,11 +66,14 @@ def test_conflicts_with_other_sched_ext_services(unit):
     assert unit["Unit"]["ConditionPathIsDirectory"] == ["/sys/kernel/sched_ext"]
 
 
-def test_journal_and_cache(unit):
+def test_journal_state_and_runtime_directories(unit):
     svc = unit["Service"]
     assert svc["StandardOutput"] == ["journal"] and svc["StandardError"] == ["journal"]
-    assert svc["CacheDirectory"] == ["pandemonium"]
-    assert svc["Environment"] == ["XDG_CACHE_HOME=/var/cache"]
+    # /var/lib/pandemonium for the procdb, /run/scx for the stats socket: both would be read-only
+    # under ProtectSystem=strict otherwise.
+    assert svc["StateDirectory"] == ["pandemonium"] and svc["StateDirectoryMode"] == ["0700"]
+    assert svc["RuntimeDirectory"] == ["scx"]
+    assert "CacheDirectory" not in svc and "Environment" not in svc
 
 
 def test_privileges_a_bpf_scheduler_needs_are_kept(unit):
@@ -113,7 +116,7 @@ def test_syscall_filter_keeps_bpf_and_perf_event_open(unit):
                          check=True).stdout
     names = {ln.strip() for ln in out.splitlines() if ln.startswith("    ")}
     for needed in ("bpf", "perf_event_open", "mmap", "ioctl", "setrlimit", "prlimit64",
-                   "sched_setaffinity", "openat", "read"):
+                   "sched_setaffinity", "openat", "read", "fsync", "fdatasync"):
         assert needed not in names, f"{needed} is denied by {denied}"
     assert "init_module" in names  # the check itself works
 

@@ -51,6 +51,13 @@ enum pandemonium_tier {
 	NR_TIERS = 3,
 };
 
+/* A CPU's size on a hybrid machine (rodata cpu_size_ro); every CPU is BIG on a symmetric one. */
+enum cpu_size {
+	CPU_SIZE_BIG = 0,
+	CPU_SIZE_MID = 1,
+	CPU_SIZE_LITTLE = 2,
+};
+
 enum affinity_mode {
 	AFFINITY_OFF = 0,
 	AFFINITY_WEAK = 1,

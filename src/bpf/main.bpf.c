@@ -98,7 +98,9 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 				      task_vtime(p, tctx, SCX_ENQ_WAKEUP, k, tp), 0);
 		return cpu;
 	}
-	cpu = find_idle_l2_sibling(p, prev_cpu, k);
+	cpu = pick_idle_sized(p, tctx, prev_cpu, tp);
+	if (cpu < 0)
+		cpu = find_idle_l2_sibling(p, prev_cpu, k);
 	if (cpu < 0) {
 		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
 		if (!is_idle)
@@ -221,8 +223,13 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	/* Tier 1: an idle CPU exists and is claimed: the task goes straight to it. */
-	idle = k->affinity_mode == AFFINITY_STRONG ? find_idle_l2_sibling(p, cpu, k) : -1;
+	/*
+	 * Tier 1: an idle CPU exists and is claimed: the task goes straight to it. On a hybrid
+	 * machine the size the tier wants comes before cache affinity.
+	 */
+	idle = pick_idle_sized(p, tctx, cpu, tp);
+	if (idle < 0 && k->affinity_mode == AFFINITY_STRONG)
+		idle = find_idle_l2_sibling(p, cpu, k);
 	if (idle < 0)
 		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (idle >= 0) {

@@ -151,6 +151,8 @@ enum rank_want {
 	RANK_WANT_QUEUED, /* per-CPU DSQ holding work (steal) */
 	RANK_WANT_IDLE,   /* idle CPU, claimed on success (WAKE_SYNC search) */
 	RANK_WANT_RUNNER, /* CPU whose runner claim_runner() takes (preemption) */
+	RANK_WANT_IDLE_BIG,    /* idle CPU_SIZE_BIG CPU, claimed (hybrid machines) */
+	RANK_WANT_IDLE_LITTLE, /* idle CPU_SIZE_LITTLE CPU, claimed (hybrid machines) */
 };
 
 /*
@@ -181,6 +183,10 @@ static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 b
 		}
 		if (p && !bpf_cpumask_test_cpu(c, p->cpus_ptr))
 			continue;
+		/* A CPU of the wrong size is not a candidate at all: it spends no budget. */
+		if ((want == RANK_WANT_IDLE_BIG && cpu_size(c) != CPU_SIZE_BIG) ||
+		    (want == RANK_WANT_IDLE_LITTLE && cpu_size(c) != CPU_SIZE_LITTLE))
+			continue;
 		budget--;
 		switch (want) {
 		case RANK_WANT_ROOM:
@@ -194,6 +200,8 @@ static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 b
 				return c;
 			break;
 		case RANK_WANT_IDLE:
+		case RANK_WANT_IDLE_BIG:
+		case RANK_WANT_IDLE_LITTLE:
 			if (scx_bpf_test_and_clear_cpu_idle(c))
 				return c;
 			break;
@@ -233,6 +241,28 @@ static __always_inline s32 find_idle_l2_sibling(const struct task_struct *p, s32
 			return c;
 	}
 	return -1;
+}
+
+/*
+ * On a hybrid machine, an idle CPU of the size @p's tier wants, claimed on success: the biggest
+ * for LAT_CRITICAL and INTERACTIVE (their latency is a big core's shorter run), the smallest for
+ * BATCH, which leaves the big cores idle for the next interactive wakeup. @cpu itself first, then
+ * its rank row. -1 on a symmetric machine or when no CPU of that size is idle: the caller's
+ * ordinary search then takes any size.
+ */
+static __always_inline s32 pick_idle_sized(const struct task_struct *p,
+					   const struct task_ctx *tctx, s32 cpu,
+					   struct topo_params *tp)
+{
+	bool batch = tctx->tier == TIER_BATCH;
+
+	if (!hybrid_ro)
+		return -1;
+	if (cpu_size(cpu) == (batch ? CPU_SIZE_LITTLE : CPU_SIZE_BIG) && cpu_is_online(cpu) &&
+	    bpf_cpumask_test_cpu(cpu, p->cpus_ptr) && scx_bpf_test_and_clear_cpu_idle(cpu))
+		return cpu;
+	return rank_pick(p, cpu, tp->spill_search_budget,
+			 batch ? RANK_WANT_IDLE_LITTLE : RANK_WANT_IDLE_BIG, 0, tp);
 }
 
 /*

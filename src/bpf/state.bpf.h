@@ -14,6 +14,12 @@ const volatile u32 nr_nodes_ro = 1;
 const volatile u16 cpu_node_ro[MAX_CPUS];
 /* L2 domain id of each CPU (any id shared by exactly the CPUs of one L2). */
 const volatile u16 cpu_l2_ro[MAX_CPUS];
+/*
+ * Hybrid machines only (big and little cores): each CPU's enum cpu_size. On a symmetric machine
+ * hybrid_ro stays 0 and the verifier drops every size-aware branch as dead code.
+ */
+const volatile u8 hybrid_ro;
+const volatile u8 cpu_size_ro[MAX_CPUS];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -182,6 +188,11 @@ static __always_inline u32 cpu_node(s32 cpu)
 {
 	u32 node = cpu_node_ro[cpu & (MAX_CPUS - 1)];
 	return node < MAX_NODES ? node : 0;
+}
+
+static __always_inline u8 cpu_size(s32 cpu)
+{
+	return cpu_size_ro[cpu & (MAX_CPUS - 1)];
 }
 
 static __always_inline bool same_l2(s32 a, s32 b)

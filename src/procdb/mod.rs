@@ -15,13 +15,19 @@
 //! otherwise a single stale entry would "stabilise" itself into confidence.
 
 mod format;
+mod migrate;
+mod paths;
+mod report;
 mod store;
 mod warm;
 
 pub use warm::{WarmDelta, WarmMirror};
 
 pub use format::{Corruption, FORMAT_VERSION, MAGIC};
-pub use store::{LoadOutcome, default_path};
+pub use migrate::{Migration, migrate};
+pub use paths::{STATE_DIR, default_path, legacy_path};
+pub use report::SaveReport;
+pub use store::{Durability, LoadOutcome};
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -324,18 +330,19 @@ impl ProcDb {
     }
 
     /// Writes the database atomically to `path`. On error the caller logs; nothing panics and
-    /// the previous file, if any, is intact.
-    pub fn save(&mut self, path: &Path) -> io::Result<()> {
-        store::write_atomic(path, &format::encode(&self.to_persisted()))?;
+    /// the previous file, if any, is intact. An unsynced write is still a save: the file is
+    /// complete, so it is not retried.
+    pub fn save(&mut self, path: &Path) -> io::Result<Durability> {
+        let durability = store::write_atomic(path, &format::encode(&self.to_persisted()))?;
         self.dirty = false;
-        Ok(())
+        Ok(durability)
     }
 
     /// Saves when the database changed and [`SAVE_PERIOD`] has passed since the last attempt;
     /// the first call only starts the period. `None` when nothing was attempted. A failed
     /// attempt also waits a full period, so an unwritable cache warns once a minute, not once a
     /// second.
-    pub fn save_if_due(&mut self, path: &Path, now: Instant) -> Option<io::Result<()>> {
+    pub fn save_if_due(&mut self, path: &Path, now: Instant) -> Option<io::Result<Durability>> {
         self.save_if_due_every(path, now, SAVE_PERIOD)
     }
 
@@ -344,7 +351,7 @@ impl ProcDb {
         path: &Path,
         now: Instant,
         period: Duration,
-    ) -> Option<io::Result<()>> {
+    ) -> Option<io::Result<Durability>> {
         let last = *self.last_save.get_or_insert(now);
         if !self.dirty || now.saturating_duration_since(last) < period {
             return None;

@@ -8,26 +8,24 @@
 //!   O_NOFOLLOW` with mode 0600 (an existing name, link or not, is never opened), then fsync,
 //!   rename over the final name, fsync the directory: a reader sees the old file or the new one,
 //!   never a torn one, and a crash leaves at most a stray temp file;
-//! - the final name is never replaced if it is a symlink or anything but a regular file.
+//! - the final name is never replaced if it is a symlink or anything but a regular file;
+//! - an fsync that is refused rather than failed (see [`Durability::Unsynced`]) does not stop
+//!   the rename: the complete file is better than the stale one.
 //!
-//! Only the last path component is protected: the directories above it are the cache directory
-//! of the user the daemon runs as (root's own, see [`default_path`]), which nobody else can
-//! modify.
+//! Only the last path component is protected: the directories above it are root's state
+//! directory (see [`super::default_path`]) or the user's own cache, which nobody else can modify.
 
-use std::ffi::{CStr, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::format::{self, Corruption, HEADER_LEN, MAX_PAYLOAD, PersistedEntry};
-
-const DIR_NAME: &str = "pandemonium";
-const FILE_NAME: &str = "procdb.bin";
+use super::paths::FILE_NAME;
 
 /// What loading found. Every case yields a usable (possibly empty) database; only `Loaded` and
 /// `Missing` are silent.
@@ -121,7 +119,7 @@ pub(super) fn read(path: &Path) -> (Vec<PersistedEntry>, LoadOutcome) {
 /// concurrent save put in its place.
 type FileId = (u64, u64);
 
-fn read_regular(path: &Path) -> io::Result<(Vec<u8>, FileId)> {
+pub(super) fn read_regular(path: &Path) -> io::Result<(Vec<u8>, FileId)> {
     let f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -180,15 +178,36 @@ fn set_aside(path: &Path, id: FileId) -> io::Result<PathBuf> {
     Err(io::Error::other("no free name to set the file aside"))
 }
 
+/// Whether a completed write is known to be on the disk.
+#[derive(Debug)]
+pub enum Durability {
+    Synced,
+    /// The new file is complete and in place, but an fsync was refused: EPERM from a seccomp
+    /// filter (a unit with `SystemCallFilter=~@sync`, as scx_loader's is), EINVAL or ENOSYS from
+    /// a file system that cannot sync. The kernel's writeback still writes it within seconds;
+    /// only a crash before then loses it, so this is a warning, not a failed save.
+    Unsynced(io::Error),
+}
+
 /// Atomically replaces `path` with `bytes` (see the module docs for the steps).
-pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<Durability> {
+    write_atomic_with(path, bytes, &|f: &File| f.sync_all())
+}
+
+/// [`write_atomic`] with the fsync supplied, so tests can refuse it the way a filter does.
+pub(super) fn write_atomic_with(
+    path: &Path,
+    bytes: &[u8],
+    sync: &dyn Fn(&File) -> io::Result<()>,
+) -> io::Result<Durability> {
     let dir = parent_of(path);
     DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     refuse_unsafe_target(path)?;
     let (tmp, mut f) = create_temp(path)?;
+    let mut refused = None;
     let written = f
         .write_all(bytes)
-        .and_then(|()| f.sync_all())
+        .and_then(|()| tolerate_refusal(sync(&f), &mut refused))
         .and_then(|()| refuse_unsafe_target(path))
         .and_then(|()| fs::rename(&tmp, path));
     drop(f);
@@ -196,7 +215,25 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = fs::remove_file(&tmp);
         return Err(e);
     }
-    File::open(dir)?.sync_all()
+    tolerate_refusal(sync(&File::open(dir)?), &mut refused)?;
+    Ok(refused.map_or(Durability::Synced, Durability::Unsynced))
+}
+
+/// A refused fsync is remembered and passed over; any other failure (EIO: the data may be
+/// lost) stays an error.
+fn tolerate_refusal(r: io::Result<()>, refused: &mut Option<io::Error>) -> io::Result<()> {
+    match r {
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EPERM | libc::EINVAL | libc::ENOSYS)
+            ) =>
+        {
+            refused.get_or_insert(e);
+            Ok(())
+        }
+        other => other,
+    }
 }
 
 fn parent_of(path: &Path) -> &Path {
@@ -262,115 +299,9 @@ fn open_new(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-/// The default database path: `<cache>/pandemonium/procdb.bin`.
-///
-/// For an ordinary user, `<cache>` is `$XDG_CACHE_HOME` if set and absolute, else `$HOME/.cache`.
-/// As root (which the scheduler always is, directly, via sudo or as a service) it is the `.cache`
-/// of root's home directory from the password database, whatever HOME, XDG_CACHE_HOME or
-/// SUDO_USER say. Writing as root into a directory another user owns is exactly the setting in
-/// which a planted link redirects a root write; and the profiles describe the machine's workload,
-/// not one user's, so `sudo scx_pandemonium`, `sudo -E` and the systemd service should all share
-/// one database. `None` only when no home directory can be found.
-pub fn default_path() -> Option<PathBuf> {
-    // SAFETY: geteuid cannot fail and has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    resolve_default_path(
-        euid,
-        std::env::var_os("XDG_CACHE_HOME"),
-        std::env::var_os("HOME"),
-        || passwd_home(0),
-    )
-}
-
-fn resolve_default_path(
-    euid: u32,
-    xdg_cache_home: Option<OsString>,
-    home: Option<OsString>,
-    root_home: impl FnOnce() -> Option<PathBuf>,
-) -> Option<PathBuf> {
-    let cache = if euid == 0 {
-        root_home()
-            .unwrap_or_else(|| PathBuf::from("/root"))
-            .join(".cache")
-    } else {
-        let absolute = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
-        match absolute(xdg_cache_home) {
-            Some(x) => x,
-            None => absolute(home)?.join(".cache"),
-        }
-    };
-    Some(cache.join(DIR_NAME).join(FILE_NAME))
-}
-
-fn passwd_home(uid: libc::uid_t) -> Option<PathBuf> {
-    let mut buf: Vec<libc::c_char> = vec![0; 1024];
-    loop {
-        // SAFETY: zeroed passwd is a valid out-parameter; getpwuid_r writes only into `pwd` and
-        // `buf` (whose length it is given) and sets `result` to null or to `&pwd`.
-        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut result = std::ptr::null_mut();
-        let rc =
-            unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result) };
-        if rc == libc::ERANGE && buf.len() < (1 << 20) {
-            buf.resize(buf.len() * 2, 0);
-            continue;
-        }
-        if rc != 0 || result.is_null() || pwd.pw_dir.is_null() {
-            return None;
-        }
-        // SAFETY: on success pw_dir points to a NUL-terminated string inside `buf`.
-        let dir = unsafe { CStr::from_ptr(pwd.pw_dir) };
-        let p = PathBuf::from(OsStr::from_bytes(dir.to_bytes()));
-        return p.is_absolute().then_some(p);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn root_ignores_the_invoking_users_environment() {
-        let p = resolve_default_path(
-            0,
-            Some("/home/alice/.cache".into()),
-            Some("/home/alice".into()),
-            || Some(PathBuf::from("/root")),
-        );
-        assert_eq!(
-            p,
-            Some(PathBuf::from("/root/.cache/pandemonium/procdb.bin"))
-        );
-        let p = resolve_default_path(0, None, None, || None);
-        assert_eq!(
-            p,
-            Some(PathBuf::from("/root/.cache/pandemonium/procdb.bin"))
-        );
-    }
-
-    #[test]
-    fn users_follow_xdg_then_home() {
-        let never = || -> Option<PathBuf> { panic!("root lookup for a user") };
-        let p = resolve_default_path(1000, Some("/x/cache".into()), Some("/home/a".into()), never);
-        assert_eq!(p, Some(PathBuf::from("/x/cache/pandemonium/procdb.bin")));
-        let p = resolve_default_path(1000, Some("rel".into()), Some("/home/a".into()), never);
-        assert_eq!(
-            p,
-            Some(PathBuf::from("/home/a/.cache/pandemonium/procdb.bin"))
-        );
-        assert_eq!(
-            resolve_default_path(1000, None, Some("rel".into()), never),
-            None
-        );
-        assert_eq!(resolve_default_path(1000, None, None, never), None);
-    }
-
-    #[test]
-    fn root_home_comes_from_the_password_database() {
-        let h = passwd_home(0).expect("uid 0 has a passwd entry");
-        assert!(h.is_absolute(), "{h:?}");
-        assert!(default_path().is_some());
-    }
 
     #[test]
     fn temp_creation_never_opens_an_existing_name() {
@@ -391,7 +322,10 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("procdb.bin");
-        write_atomic(&path, b"hello").unwrap();
+        assert!(matches!(
+            write_atomic(&path, b"hello").unwrap(),
+            Durability::Synced
+        ));
         assert_eq!(fs::read(&path).unwrap(), b"hello");
         assert_eq!(
             fs::metadata(&path).unwrap().permissions().mode() & 0o777,
@@ -402,5 +336,65 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, [OsString::from("procdb.bin")]);
+    }
+
+    fn refused_with(errno: i32) -> impl Fn(&File) -> io::Result<()> {
+        move |_: &File| Err(io::Error::from_raw_os_error(errno))
+    }
+
+    fn names_in(dir: &Path) -> Vec<OsString> {
+        let mut v: Vec<_> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_refused_fsync_still_replaces_the_file_completely() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("procdb.bin");
+        fs::write(&path, b"old").unwrap();
+        for errno in [libc::EPERM, libc::EINVAL, libc::ENOSYS] {
+            let r = write_atomic_with(&path, b"new and complete", &refused_with(errno)).unwrap();
+            match r {
+                Durability::Unsynced(e) => assert_eq!(e.raw_os_error(), Some(errno)),
+                Durability::Synced => panic!("errno {errno} reported as synced"),
+            }
+            assert_eq!(fs::read(&path).unwrap(), b"new and complete");
+            assert_eq!(names_in(dir.path()), [OsString::from("procdb.bin")]);
+            fs::write(&path, b"old").unwrap();
+        }
+    }
+
+    #[test]
+    fn a_failed_fsync_keeps_the_old_file_and_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("procdb.bin");
+        fs::write(&path, b"old").unwrap();
+        let e = write_atomic_with(&path, b"new", &refused_with(libc::EIO)).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EIO));
+        assert_eq!(fs::read(&path).unwrap(), b"old");
+        assert_eq!(names_in(dir.path()), [OsString::from("procdb.bin")]);
+    }
+
+    #[test]
+    fn a_refused_directory_fsync_alone_is_reported_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("procdb.bin");
+        let calls = std::cell::Cell::new(0);
+        let second_refused = |f: &File| {
+            calls.set(calls.get() + 1);
+            if calls.get() == 2 {
+                Err(io::Error::from_raw_os_error(libc::EPERM))
+            } else {
+                f.sync_all()
+            }
+        };
+        let r = write_atomic_with(&path, b"x", &second_refused).unwrap();
+        assert!(matches!(r, Durability::Unsynced(_)), "{r:?}");
+        assert_eq!(calls.get(), 2);
+        assert_eq!(fs::read(&path).unwrap(), b"x");
     }
 }

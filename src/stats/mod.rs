@@ -14,7 +14,7 @@ mod tests;
 
 pub use format::{BLOCK_HEADER, block};
 pub use metrics::{COUNTER_ATTR, NO_REGIME, PandemoniumMetrics, Sample};
-pub use monitor::{Monitor, parse_interval, socket_path};
+pub use monitor::{DEFAULT_SOCKET, Monitor, parse_interval, socket_path};
 pub use run::{help, monitor, serve, spawn_printer};
 pub use server::{Publisher, describe, launch, server_data};
 

@@ -14,11 +14,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The scx convention's socket (`/var/run/scx/<sched>/stats`, sched "root" for the one attached
-/// scheduler), so scx tools find us too. PANDEMONIUM_STATS_SOCKET overrides it (tests).
+/// scheduler), so scx tools find us too. The unit's `RuntimeDirectory=scx` must cover it.
+pub const DEFAULT_SOCKET: &str = "/var/run/scx/root/stats";
+
+/// [`DEFAULT_SOCKET`], unless PANDEMONIUM_STATS_SOCKET overrides it (tests).
 pub fn socket_path() -> PathBuf {
     std::env::var_os("PANDEMONIUM_STATS_SOCKET")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/run/scx/root/stats"))
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET))
 }
 
 /// A live read can stall while the BPF program loads under emulation; a dead peer closes the

@@ -10,7 +10,8 @@ use nalgebra::DMatrix;
 
 use super::fast::xorshift64;
 use super::{
-    SmtNumbering, SpectralRoute, SyntheticLayout, Topology, format_cpu_list, laplacian_from_fn,
+    CpuSize, SizeSource, SmtNumbering, SpectralRoute, SyntheticLayout, Topology, format_cpu_list,
+    laplacian_from_fn,
 };
 
 // Fixture sysfs trees
@@ -22,7 +23,7 @@ pub(super) struct Sysfs {
 }
 
 impl Sysfs {
-    fn root(&self) -> &Path {
+    pub(super) fn root(&self) -> &Path {
         self.dir.path()
     }
 
@@ -103,6 +104,28 @@ pub(super) fn write_sysfs(t: &Topology) -> Sysfs {
             &format!("devices/system/node/node{node}/cpulist"),
             &list(&cpus),
         );
+    }
+    match &t.sizes.source {
+        SizeSource::Uniform => {}
+        SizeSource::Capacity(caps) => {
+            for (cpu, cap) in caps {
+                fx.put(
+                    &format!("devices/system/cpu/cpu{cpu}/cpu_capacity"),
+                    &format!("{cap}\n"),
+                );
+            }
+        }
+        SizeSource::CoreType => {
+            let of = |size| -> Vec<u32> {
+                t.online
+                    .iter()
+                    .copied()
+                    .filter(|&c| t.sizes.size(c) == size)
+                    .collect()
+            };
+            fx.put("devices/cpu_core/cpus", &list(&of(CpuSize::Big)));
+            fx.put("devices/cpu_atom/cpus", &list(&of(CpuSize::Little)));
+        }
     }
     // Files the detector must ignore.
     fx.put("devices/system/cpu/kernel_max", "8191\n");

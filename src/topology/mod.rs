@@ -9,6 +9,7 @@
 //!
 //! # Files
 //! - `cpulist`: the kernel's cpulist syntax, both ways.
+//! - `capacity`: hybrid CPUs, big and little, from `cpu_capacity` or Intel's core types.
 //! - `probe`: raw per-CPU sysfs facts; garbage in a file is an error here.
 //! - `sysfs`: [`Topology::detect_from`]: fallbacks, warnings, grouping.
 //! - `synthetic`: [`Topology::synthetic`] for what-if tables, benches, tests.
@@ -35,6 +36,9 @@
 //!   cache, so the L3 group is the L2 group.
 //! - `devices/system/node` missing -> one NUMA node (a `CONFIG_NUMA=n`
 //!   kernel has no node directory at all).
+//! - `cpuN/cpu_capacity` on some online CPUs only -> sizes from the core
+//!   types if there are any, else uniform: a CPU wrongly taken for a little one
+//!   would keep interactive work off it.
 //!
 //! Sharing lists may be mutually inconsistent or name offline CPUs; groups are
 //! built with union-find over the online CPUs, so they always partition them.
@@ -90,6 +94,7 @@
 
 use std::collections::BTreeMap;
 
+mod capacity;
 mod cpulist;
 mod eigen;
 mod fast;
@@ -106,7 +111,11 @@ mod fixtures;
 #[cfg(test)]
 #[path = "tests/fuzz.rs"]
 mod fuzz;
+#[cfg(test)]
+#[path = "tests/sizes.rs"]
+mod sizes_tests;
 
+pub use capacity::{CpuSize, CpuSizes, SAME_TIER_FRAC, SizeSource};
 pub use cpulist::{CPU_LIST_ID_LIMIT, format_cpu_list, parse_cpu_list};
 pub use eigen::PINV_REL_TOL;
 pub use graph::{W_CROSS_LLC, W_CROSS_PACKAGE, W_SAME_LLC, W_SHARED_L2, laplacian_from_fn};
@@ -148,6 +157,8 @@ pub struct Topology {
     pub node_of: BTreeMap<u32, u32>,
     /// Highest NUMA node id + 1 (node ids may be sparse).
     pub nr_nodes: u32,
+    /// Big and little CPUs on a hybrid machine; uniform otherwise.
+    pub sizes: CpuSizes,
     /// Fallbacks taken during detection, one line per reason.
     pub warnings: Vec<String>,
 }

@@ -168,6 +168,9 @@ impl fmt::Display for TopologyModel {
             s.mean_reff(),
             s.route
         )?;
+        if t.sizes.is_hybrid() {
+            writeln!(f, "{}", t.sizes)?;
+        }
         for warning in &t.warnings {
             writeln!(f, "warning: {warning}")?;
         }

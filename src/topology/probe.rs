@@ -83,11 +83,16 @@ pub(super) struct CpuProbe {
     pub(super) has_cache_dir: bool,
     pub(super) l2: Option<Vec<u32>>,
     pub(super) l3: Option<Vec<u32>>,
+    /// `cpu_capacity`: only where the kernel reports it (arm64, riscv; not x86).
+    pub(super) capacity: Option<u32>,
 }
 
 pub(super) fn probe_cpu(cpu_dir: &Path, cpu: u32) -> Result<CpuProbe> {
     let base = cpu_dir.join(format!("cpu{cpu}"));
-    let mut probe = CpuProbe::default();
+    let mut probe = CpuProbe {
+        capacity: read_id_opt(&base.join("cpu_capacity"))?,
+        ..CpuProbe::default()
+    };
 
     let topo = base.join("topology");
     probe.has_topology_dir = topo.is_dir();

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Result, ensure};
 
-use super::Topology;
+use super::{CpuSizes, Topology};
 use crate::bpf_intf::MAX_CPUS;
 
 /// How SMT siblings are numbered in a [`SyntheticLayout`].
@@ -153,6 +153,7 @@ impl Topology {
             cluster_of,
             node_of,
             nr_nodes: packages * nodes_per_package,
+            sizes: CpuSizes::default(),
             warnings: Vec::new(),
         })
     }

@@ -8,9 +8,9 @@ use std::path::Path;
 
 use anyhow::{Result, anyhow, bail, ensure};
 
-use super::Topology;
 use super::cpulist::format_cpu_list;
-use super::probe::{numbered_entry, probe_cpu, read_cpu_list_opt, read_dir_names};
+use super::probe::{CpuProbe, numbered_entry, probe_cpu, read_cpu_list_opt, read_dir_names};
+use super::{CpuSizes, Topology};
 use crate::bpf_intf::MAX_CPUS;
 
 /// Where the kernel mounts sysfs.
@@ -44,6 +44,8 @@ const FB_NO_CACHE: &str =
 const FB_NO_L2: &str = "no L2 in cache/; L2 groups from thread_siblings_list";
 const FB_NO_L3: &str = "no L3 in cache/; the L2 is the last-level cache";
 const FB_NO_NODE: &str = "in no NUMA node's cpulist; assuming node 0";
+const FB_NO_CAPACITY: &str =
+    "no cpu_capacity while other CPUs have one; CPU sizes ignore cpu_capacity";
 
 impl Topology {
     /// Detects the running machine's topology from `/sys`.
@@ -175,6 +177,7 @@ impl Topology {
         }
 
         let (node_of, nr_nodes) = detect_nodes(root, &online, &mut fallbacks)?;
+        let sizes = detect_sizes(root, &online, &probes, &mut fallbacks)?;
         warnings.extend(fallbacks.render());
 
         Ok(Self {
@@ -189,6 +192,7 @@ impl Topology {
             cluster_of,
             node_of,
             nr_nodes,
+            sizes,
             warnings,
         })
     }
@@ -233,6 +237,36 @@ fn detect_nodes(
         node_of.entry(cpu).or_insert(0);
     }
     Ok((node_of, max_node.map_or(1, |m| m + 1)))
+}
+
+/// Big and little CPUs: `cpu_capacity` when every online CPU has one, else Intel's hybrid PMU
+/// lists (`devices/cpu_core/cpus`, `devices/cpu_atom/cpus`), else uniform.
+fn detect_sizes(
+    root: &Path,
+    online: &[u32],
+    probes: &[CpuProbe],
+    fallbacks: &mut FallbackLog,
+) -> Result<CpuSizes> {
+    let capacity_of: BTreeMap<u32, u32> = online
+        .iter()
+        .zip(probes)
+        .filter_map(|(&cpu, p)| p.capacity.map(|c| (cpu, c)))
+        .collect();
+    if capacity_of.len() == online.len() {
+        return Ok(CpuSizes::from_capacities(capacity_of));
+    }
+    if !capacity_of.is_empty() {
+        for cpu in online.iter().filter(|c| !capacity_of.contains_key(c)) {
+            fallbacks.note(FB_NO_CAPACITY, *cpu);
+        }
+    }
+    let devices = root.join("devices");
+    let core = read_cpu_list_opt(&devices.join("cpu_core/cpus"))?;
+    let atom = read_cpu_list_opt(&devices.join("cpu_atom/cpus"))?;
+    Ok(match (core, atom) {
+        (Some(core), Some(atom)) => CpuSizes::from_core_types(online, &core, &atom),
+        _ => CpuSizes::default(),
+    })
 }
 
 /// Partition builder over online CPU positions.
