@@ -8,7 +8,7 @@ use crate::procdb::{self, Migration, Observation, ProcDb, SaveReport, WarmMirror
 use crate::scheduler::Scheduler;
 use crate::stats::{self, PandemoniumMetrics, Publisher, Sample};
 use crate::telemetry::{self, Extra, Snapshot};
-use crate::tuning::{TickContext, TickInput, Tuner};
+use crate::tuning::{Mode, TickContext, TickInput, Tuner};
 use crate::watchdog::{self, Heartbeat};
 use anyhow::Result;
 use log::{info, log, warn};
@@ -33,7 +33,8 @@ pub struct Controller {
 
 impl Controller {
     /// In adaptive mode also loads the process database; a bad file is reported and set aside.
-    pub fn new(adaptive: bool, verbose: bool) -> Controller {
+    /// The loop tunes around `mode`'s preset.
+    pub fn new(adaptive: bool, verbose: bool, mode: Mode) -> Controller {
         let db = adaptive.then(procdb::default_path).flatten().map(|path| {
             migrate_legacy(&path);
             let (db, outcome) = ProcDb::load(&path, procdb::DEFAULT_CAPACITY);
@@ -48,7 +49,7 @@ impl Controller {
         Controller {
             adaptive,
             verbose,
-            tuner: Tuner::new(),
+            tuner: Tuner::with_mode(mode),
             db,
             save_report: SaveReport::default(),
             warm: WarmMirror::default(),
@@ -139,6 +140,7 @@ impl Controller {
                 topo,
                 tau_ns: sched.layout.tau_ns,
                 longrun,
+                mode: self.tuner.mode(),
                 adaptive: self.adaptive.then(|| {
                     let regime = extra.regime.clone().unwrap_or_default();
                     (regime, *self.tuner.weights())

@@ -9,6 +9,7 @@ use scx_pandemonium::adaptive::Controller;
 use scx_pandemonium::cli::{probe, stress};
 use scx_pandemonium::refused::Refused;
 use scx_pandemonium::scheduler::{Options, Scheduler};
+use scx_pandemonium::tuning::{Mode, mode_log};
 use scx_pandemonium::watchdog::{self, Watchdog};
 use scx_pandemonium::{compositor, libbpf_opts, logger, preflight, stats, trace_pipe, version};
 use scx_utils::libbpf_clap_opts::LibbpfOpts;
@@ -27,9 +28,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[derive(Parser, Debug)]
 #[command(name = "scx_pandemonium", version, long_version = version::long_version())]
 struct Cli {
-    /// BPF-only mode: run with the default knobs and no adaptive control loop.
+    /// BPF-only mode: run with the mode's knobs and no adaptive control loop.
     #[arg(long)]
     no_adaptive: bool,
+
+    /// What to favour: auto, gaming, lowlatency, powersave or server (scx_loader's modes).
+    ///
+    /// auto (the default): the adaptive loop's own tuning. gaming: gamescope's and wineserver's
+    /// threads always LAT_CRITICAL, longer interactive slices, background work preempted
+    /// sooner. lowlatency: half the slices and preemption delay. powersave: doubled slices, work
+    /// kept on cache-near CPUs rather than waking idle ones. server: throughput, doubled batch
+    /// slices, less preemption. The adaptive loop tunes around the mode and never leaves its
+    /// rails; the startup log prints the knobs. scx_loader's spellings (LowLatency, PowerSave)
+    /// work too.
+    #[arg(short, long, value_name = "MODE", default_value = "auto",
+          value_parser = Mode::parse)]
+    mode: Mode,
 
     /// Always treat processes with this name (comm, at most 15 bytes) as LAT_CRITICAL, in
     /// addition to the built-in compositor list. Repeatable.
@@ -48,7 +62,7 @@ struct Cli {
     /// Do not load a scheduler: print the statistics of the scx_pandemonium already running,
     /// every SECS seconds, until Ctrl-C.
     #[arg(long, value_name = "SECS", value_parser = stats::parse_interval,
-          conflicts_with_all = ["stats", "no_adaptive", "compositors", "verbose", "debug",
+          conflicts_with_all = ["stats", "no_adaptive", "mode", "compositors", "verbose", "debug",
                                 "exit_dump_len", "relaxed_maps", "pin_root_path", "kconfig",
                                 "btf_custom_path", "bpf_token_path"])]
     monitor: Option<f64>,
@@ -154,19 +168,24 @@ fn run(cli: &Cli) -> Result<()> {
     })?;
 
     let opts = Options {
+        mode: cli.mode,
         compositors: cli.compositors.clone(),
         exit_dump_len: cli.exit_dump_len,
         open_opts,
     };
     info!(
-        "starting ({} mode)",
+        "starting ({}, mode {})",
         if cli.no_adaptive {
             "BPF-only"
         } else {
             "adaptive"
-        }
+        },
+        cli.mode
     );
-    let mut ctl = Controller::new(!cli.no_adaptive, cli.verbose);
+    for line in mode_log::startup_lines(cli.mode, !cli.no_adaptive) {
+        info!("{line}");
+    }
+    let mut ctl = Controller::new(!cli.no_adaptive, cli.verbose, cli.mode);
     let publisher = stats::Publisher::default();
     // Kept until we return: dropping it closes the socket.
     let _server = stats::serve(publisher.clone(), cli.stats.is_some())?;
@@ -266,6 +285,42 @@ mod tests {
                 clap::error::ErrorKind::ArgumentConflict,
                 "{extra:?}"
             );
+        }
+    }
+
+    #[test]
+    fn mode_parses_long_short_and_defaults_to_auto() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("scx_pandemonium").chain(args.iter().copied()))
+        };
+        assert_eq!(parse(&[]).unwrap().mode, Mode::Auto);
+        assert_eq!(parse(&["-m", "gaming"]).unwrap().mode, Mode::Gaming);
+        assert_eq!(parse(&["--mode=server"]).unwrap().mode, Mode::Server);
+        assert_eq!(parse(&["-m", "LowLatency"]).unwrap().mode, Mode::LowLatency);
+        let cli = parse(&["--mode", "powersave", "--no-adaptive"]).unwrap();
+        assert_eq!((cli.mode, cli.no_adaptive), (Mode::PowerSave, true));
+        assert!(cli.refused.found.is_empty());
+
+        let err = parse(&["-m", "fast"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+        let msg = err.to_string();
+        assert!(msg.contains("unknown mode \"fast\""), "{msg}");
+        assert!(
+            msg.contains("auto, gaming, lowlatency, powersave, server"),
+            "{msg}"
+        );
+        let msg = parse(&["-m", "performance"]).unwrap_err().to_string();
+        assert!(msg.contains("scx_bpfland's -m/--primary-domain"), "{msg}");
+        let err = parse(&["--monitor", "1", "-m", "gaming"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict);
+    }
+
+    #[test]
+    fn help_lists_the_modes() {
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("-m, --mode <MODE>"), "{help}");
+        for m in Mode::ALL {
+            assert!(help.contains(m.name()), "{help}");
         }
     }
 

@@ -28,14 +28,15 @@ const OTHERS: &str = "other scx schedulers";
 const UPSTREAM: &str = "the published scx_pandemonium (5.x, a different scheduler)";
 
 const SLICES: &str = "time slices are sized per task class by the scheduler and retuned every \
-                      second by its adaptive loop; to run on the fixed built-in slices, use \
-                      --no-adaptive";
-const NO_DOMAINS: &str = "there is no primary CPU domain or power mode: tasks are placed along \
-                          the CPU cache topology on every CPU; remove the flag";
+                      second by its adaptive loop; -m lowlatency halves them, -m server doubles \
+                      the batch slice, and --no-adaptive keeps the mode's fixed slices";
+const NO_DOMAINS: &str = "there is no primary CPU domain: tasks are placed along the CPU cache \
+                          topology on every CPU; remove the flag, or pick a mode with \
+                          -m/--mode (auto, gaming, lowlatency, powersave, server)";
 const PLACEMENT: &str = "placement follows the task's class and the CPU cache topology, with no \
                          switch for this; remove the flag";
 const POWER: &str = "CPU frequency and idle states are left to the kernel's cpufreq and cpuidle \
-                     governors; remove the flag";
+                     governors; remove the flag (-m powersave wakes fewer idle CPUs)";
 
 /// Every flag scx_loader's built-in modes pass to scx_bpfland, scx_lavd and scx_cosmos (current
 /// and older releases), the flags users copy from there into SCX_FLAGS. A command line with one
@@ -82,8 +83,9 @@ pub const FOREIGN: &[Foreign] = &[
         instead: SLICES,
     },
     Foreign {
+        // Its short form, -m, is --mode here; a CPU-domain value there gets its own advice.
         id: "foreign_primary_domain",
-        short: Some('m'),
+        short: None,
         long: "primary-domain",
         takes_value: true,
         of: OTHERS,
@@ -95,7 +97,7 @@ pub const FOREIGN: &[Foreign] = &[
         long: "performance",
         takes_value: false,
         of: OTHERS,
-        instead: NO_DOMAINS,
+        instead: "use -m gaming or -m lowlatency, the modes scx_loader passes it for",
     },
     Foreign {
         id: "foreign_powersave",
@@ -103,7 +105,7 @@ pub const FOREIGN: &[Foreign] = &[
         long: "powersave",
         takes_value: false,
         of: OTHERS,
-        instead: NO_DOMAINS,
+        instead: "use -m powersave",
     },
     Foreign {
         id: "foreign_autopilot",
@@ -299,27 +301,16 @@ mod tests {
 
     #[test]
     fn scx_loader_bpfland_modes_are_refused_with_their_values() {
-        // scx_loader's built-in PowerSave, Server and LowLatency flags for scx_bpfland.
-        let r = parse(&[
-            "-s",
-            "20000",
-            "-m",
-            "powersave",
-            "-I",
-            "100",
-            "-t",
-            "100",
-            "-v",
-        ]);
+        // scx_loader's built-in PowerSave, Server and LowLatency flags for scx_flash and
+        // scx_bpfland, their -m left out: it is --mode here.
+        let r = parse(&["-s", "20000", "-I", "100", "-t", "100", "-v"]);
         assert_eq!(
             longs(&r.unwrap()),
-            [
-                "slice-us",
-                "primary-domain",
-                "idle-resume-us",
-                "throttle-us"
-            ]
+            ["slice-us", "idle-resume-us", "throttle-us"]
         );
+        let r = parse(&["--primary-domain", "performance"]).unwrap();
+        assert_eq!(longs(&r), ["primary-domain"]);
+        assert!(r.message().unwrap().contains("-m/--mode"));
         let r = parse(&["-s", "20000", "-S"]).unwrap();
         assert_eq!(longs(&r), ["slice-us", "sticky-tasks"]);
         let r = parse(&["-k", "-s", "5000", "-S", "500", "-l", "5000", "-w"]).unwrap();
@@ -394,6 +385,24 @@ mod tests {
         );
         assert!(msg.contains("offline"), "{msg}");
         assert!(!msg.contains("other scx schedulers"), "{msg}");
+    }
+
+    #[test]
+    fn dash_m_is_not_refused() {
+        let cmd = Refused::augment_args(Command::new("t").arg(Arg::new("mode").short('m')));
+        let m = cmd.try_get_matches_from(["t", "-m", "gaming"]).unwrap();
+        assert!(Refused::from_arg_matches(&m).unwrap().found.is_empty());
+        assert!(FOREIGN.iter().all(|f| f.short != Some('m')));
+    }
+
+    #[test]
+    fn lavd_power_flags_point_at_the_modes() {
+        let msg = parse(&["--performance", "--powersave"])
+            .unwrap()
+            .message()
+            .unwrap();
+        assert!(msg.contains("-m gaming or -m lowlatency"), "{msg}");
+        assert!(msg.contains("use -m powersave"), "{msg}");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::compositor;
 use crate::layout::Layout;
 use crate::preflight;
 use crate::procdb::WarmDelta;
+use crate::tuning::Mode;
 use anyhow::{Context, Result};
 use libbpf_rs::libbpf_sys::bpf_object_open_opts;
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
@@ -26,6 +27,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub struct Options {
+    /// Its knobs are written before attach; its names join the compositor list.
+    pub mode: Mode,
     pub compositors: Vec<String>,
     /// Bytes of the kernel's debug dump kept when the scheduler exits on an error; 0 is the
     /// kernel's default.
@@ -95,8 +98,12 @@ impl<'obj> Scheduler<'obj> {
             layout,
         };
         sched.write_topology()?;
-        sched.write_knobs(&TuningKnobs::defaults())?;
-        sched.write_compositors(&compositor::all_names(&opts.compositors))?;
+        sched.write_knobs(&opts.mode.knobs())?;
+        let extra: Vec<String> = (opts.mode.preset().compositors.iter())
+            .map(|n| n.to_string())
+            .chain(opts.compositors.iter().cloned())
+            .collect();
+        sched.write_compositors(&compositor::all_names(&extra))?;
 
         let link = scx_ops_attach!(sched.skel, pandemonium_ops).map_err(|e| {
             // Preflight saw no scheduler, but another one can attach while ours loads (two

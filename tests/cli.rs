@@ -30,6 +30,7 @@ fn help_lists_the_options() {
     let t = text(&o);
     for opt in [
         "--no-adaptive",
+        "-m, --mode <MODE>",
         "--compositor",
         "--verbose",
         "--version",
@@ -81,13 +82,9 @@ fn hidden_tools_still_run() {
 fn flags_of_other_scx_schedulers_are_refused_with_advice() {
     let cases: &[(&[&str], &[&str])] = &[
         (
+            // scx_bpfland's PowerSave flags: -m powersave is our powersave mode.
             &["-s", "20000", "-m", "powersave", "-I", "100", "-t", "100"],
-            &[
-                "-s/--slice-us",
-                "-m/--primary-domain",
-                "-I/--idle-resume-us",
-                "-t/--throttle-us",
-            ],
+            &["-s/--slice-us", "-I/--idle-resume-us", "-t/--throttle-us"],
         ),
         (
             &["-s", "20000", "-S"],
@@ -95,8 +92,12 @@ fn flags_of_other_scx_schedulers_are_refused_with_advice() {
         ),
         (
             &["-m", "performance", "-w"],
+            &["scx_bpfland's -m/--primary-domain", "here -m is --mode"],
+        ),
+        (
+            &["--primary-domain", "all", "-w"],
             &[
-                "-m/--primary-domain is a flag of other scx schedulers",
+                "--primary-domain is a flag of other scx schedulers",
                 "-w/--no-wake-sync",
             ],
         ),
@@ -202,6 +203,35 @@ fn too_long_compositor_name_is_a_usage_error() {
     let t = text(&o);
     assert!(t.contains("15 bytes"), "{t}");
     assert_no_panic(&o);
+}
+
+#[test]
+fn a_bad_mode_is_a_usage_error_that_lists_the_modes() {
+    for args in [&["-m", "turbo-max"][..], &["--mode", ""], &["--mode"]] {
+        let o = bin().args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert_no_panic(&o);
+    }
+    assert_rejected(
+        &["-m", "turbo-max"],
+        2,
+        "the modes are auto, gaming, lowlatency, powersave, server",
+    );
+}
+
+/// Every mode passes parsing, in scx_loader's spelling too: the run then stops at the
+/// sched_ext check, not at the argument.
+#[test]
+fn every_mode_is_accepted() {
+    if Path::new("/sys/kernel/sched_ext").exists() {
+        eprintln!("this host has sched_ext; accepting the mode would start the scheduler");
+        return;
+    }
+    for mode in ["auto", "gaming", "LowLatency", "powersave", "server"] {
+        let o = bin().args(["-m", mode]).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{mode}: {}", text(&o));
+        assert!(text(&o).contains("no sched_ext support"), "{}", text(&o));
+    }
 }
 
 #[test]

@@ -7,7 +7,7 @@ use crate::bpf_intf::{NR_TIERS, Tier, TopoParams, TuningKnobs};
 use crate::codel::{self, Oscillator};
 use crate::hist;
 use crate::telemetry::Snapshot;
-use crate::tuning::{Expert, NR_EXPERTS};
+use crate::tuning::{Expert, Mode, NR_EXPERTS};
 use scx_stats_derive::Stats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -29,6 +29,8 @@ pub struct PandemoniumMetrics {
     pub at_ms: u64,
     #[stat(desc = "1 when the adaptive control loop runs, 0 in --no-adaptive (BPF-only) mode")]
     pub adaptive: u64,
+    #[stat(desc = "--mode preset in force: auto, gaming, lowlatency, powersave or server")]
+    pub mode: String,
     #[stat(desc = "load regime LIGHT / MIXED / HEAVY (+LONGRUN); '-' without the adaptive loop")]
     pub regime: String,
     #[stat(desc = "1 while batch work has queued past the longrun threshold (BPF's flag)")]
@@ -165,6 +167,7 @@ pub struct Sample<'a> {
     /// The topology's mixing time the parameters were derived from.
     pub tau_ns: u64,
     pub longrun: bool,
+    pub mode: Mode,
     /// The regime label and MWU weights; `None` without the adaptive loop.
     pub adaptive: Option<(String, [f64; NR_EXPERTS])>,
 }
@@ -197,6 +200,7 @@ impl PandemoniumMetrics {
         PandemoniumMetrics {
             at_ms: s.at_ms,
             adaptive: s.adaptive.is_some() as u64,
+            mode: s.mode.name().to_string(),
             regime,
             longrun: s.longrun as u64,
             nr_dispatches: st.nr_dispatches,

@@ -51,6 +51,7 @@ fn metrics(adaptive: bool) -> PandemoniumMetrics {
         topo: topo(),
         tau_ns: 8_000_000,
         longrun: true,
+        mode: crate::tuning::Mode::Server,
         adaptive: adaptive.then(|| ("HEAVY+LONGRUN".to_string(), weights)),
     })
 }
@@ -101,6 +102,7 @@ fn conversion_from_bpf_counters_and_adaptive_state() {
     let m = metrics(true);
     assert_eq!((m.at_ms, m.adaptive, m.longrun), (5_000, 1, 1));
     assert_eq!(m.regime, "HEAVY+LONGRUN");
+    assert_eq!(m.mode, "server");
     assert_eq!((m.nr_dispatches, m.nr_overflow_rescue), (3_000, 7));
     assert_eq!(m.l2_hit["BATCH"], 1);
     assert_eq!(m.l2_hit["LAT_CRITICAL"], 3);
@@ -144,6 +146,7 @@ fn uninitialised_oscillator_reports_the_equilibrium() {
         topo: topo(),
         tau_ns: 8_000_000,
         longrun: false,
+        mode: crate::tuning::Mode::Auto,
         adaptive: None,
     });
     assert_eq!(m.codel_target_ns, 600_000);

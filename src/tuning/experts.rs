@@ -12,7 +12,7 @@
 //! blend reproduces the regime baseline: the loop only moves a knob when some expert has gained
 //! weight from evidence.
 
-use crate::bpf_intf::AffinityMode;
+use crate::bpf_intf::{AffinityMode, TuningKnobs};
 
 pub const NR_EXPERTS: usize = 6;
 
@@ -73,6 +73,40 @@ impl Knob {
         Knob::LatCriHigh,
         Knob::LatCriLow,
     ];
+
+    /// The field's name in `struct tuning_knobs`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Knob::Slice => "slice_ns",
+            Knob::Preempt => "preempt_thresh_ns",
+            Knob::LagScale => "lag_scale",
+            Knob::BatchSlice => "batch_slice_ns",
+            Knob::BurstSlice => "burst_slice_ns",
+            Knob::LatCriHigh => "lat_cri_thresh_high",
+            Knob::LatCriLow => "lat_cri_thresh_low",
+        }
+    }
+
+    fn field(self, k: &mut TuningKnobs) -> &mut u64 {
+        match self {
+            Knob::Slice => &mut k.slice_ns,
+            Knob::Preempt => &mut k.preempt_thresh_ns,
+            Knob::LagScale => &mut k.lag_scale,
+            Knob::BatchSlice => &mut k.batch_slice_ns,
+            Knob::BurstSlice => &mut k.burst_slice_ns,
+            Knob::LatCriHigh => &mut k.lat_cri_thresh_high,
+            Knob::LatCriLow => &mut k.lat_cri_thresh_low,
+        }
+    }
+
+    pub fn get(self, k: &TuningKnobs) -> u64 {
+        let mut copy = *k;
+        *self.field(&mut copy)
+    }
+
+    pub fn set(self, k: &mut TuningKnobs, v: u64) {
+        *self.field(k) = v;
+    }
 }
 
 /// `SCALE[knob][expert]`, experts in [`Expert::ALL`] order:

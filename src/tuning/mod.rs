@@ -5,13 +5,16 @@
 //!
 //! One tick:
 //! 1. derive P99 per tier, the latency signal and the I/O-like sleep share ([`Signals`]);
-//! 2. update the regime (Schmitt + 2-tick hold) and take its tau-scaled baseline;
+//! 2. update the regime (Schmitt + 2-tick hold) and take its tau-scaled baseline, shaped by the
+//!    mode ([`Mode`]);
 //! 3. score the four loss pathways and update the expert weights (or relax them when healthy);
 //! 4. blend the eight continuous knobs, vote the two discrete ones;
-//! 5. sleep-adjust the batch slice, apply the longrun override, clamp to the rails.
+//! 5. sleep-adjust the batch slice, apply the longrun override, clamp to the mode's rails.
 
 mod baseline;
 mod experts;
+pub mod mode;
+pub mod mode_log;
 mod mwu;
 mod pathways;
 mod rails;
@@ -25,9 +28,10 @@ pub use baseline::{p99_ceiling_ns, regime_knobs, scaled_regime_knobs};
 pub use experts::{
     AFFINITY_VOTES, AffinityVote, Expert, Knob, NR_EXPERTS, NR_KNOBS, SCALE, SLEEP_ADJUST_VOTES,
 };
+pub use mode::Mode;
 pub use mwu::{ETA, HEALTHY_CEILING_SHARE, RELAX_HOLD, RELAX_RATE, WEIGHT_FLOOR};
 pub use pathways::{Fired, STORM_WAKES_PER_CPU};
-pub use rails::Rail;
+pub use rails::{RAILS, Rail, Rails};
 pub use signals::{MIN_P99_SAMPLES, Signals, TickContext, TickInput, latency_signal};
 pub use sleep::{IO_LIKE_BELOW_BUCKET, IoBucket, batch_slice_factor, io_share_pct};
 
@@ -62,6 +66,7 @@ pub struct TickOutput {
 /// The control loop's state between ticks.
 #[derive(Clone, Debug, Default)]
 pub struct Tuner {
+    mode: Mode,
     regime: RegimeDetector,
     weights: mwu::Weights,
     pathways: pathways::Pathways,
@@ -70,6 +75,17 @@ pub struct Tuner {
 impl Tuner {
     pub fn new() -> Tuner {
         Tuner::default()
+    }
+
+    pub fn with_mode(mode: Mode) -> Tuner {
+        Tuner {
+            mode,
+            ..Tuner::default()
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
     }
 
     pub fn regime(&self) -> Regime {
@@ -90,7 +106,7 @@ impl Tuner {
         let sig = Signals::of(input);
         let before = self.regime.current();
         let regime = self.regime.update(input.idle_pct);
-        let base = scaled_regime_knobs(regime, input.tau_ns);
+        let base = self.mode.baseline(regime, input.tau_ns);
         let ceiling = p99_ceiling_ns(regime);
 
         let (losses, fired) = self.pathways.evaluate(input, &sig, ceiling);
@@ -112,12 +128,13 @@ impl Tuner {
         if input.longrun {
             // Longrun means batch work has been queued for seconds: shortening its slice further
             // only adds switches to the tasks already starving, and L2 search for them is wasted.
+            // A mode that fixes affinity (powersave packs work) keeps it: its rails come last.
             k.affinity_mode = AffinityMode::Weak as u64;
             k.batch_slice_ns = base.batch_slice_ns;
         }
 
         TickOutput {
-            knobs: rails::enforce(k),
+            knobs: self.mode.rails().enforce(k),
             regime,
             regime_changed: regime != before,
             p99_ns: sig.p99_ns,

@@ -2,7 +2,8 @@
 //! Safety rails: the last step before knobs leave the loop. Whatever the blend, the sleep
 //! adjustment or a future table change produce, BPF only ever sees values inside these bounds.
 
-use crate::bpf_intf::TuningKnobs;
+use crate::bpf_intf::{AffinityMode, TuningKnobs};
+use crate::tuning::experts::{Knob, NR_KNOBS};
 
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
@@ -15,7 +16,7 @@ pub struct Rail {
 }
 
 impl Rail {
-    const fn new(min: u64, max: u64) -> Rail {
+    pub const fn new(min: u64, max: u64) -> Rail {
         Rail { min, max }
     }
 
@@ -45,38 +46,101 @@ pub const BURST_SLICE: Rail = Rail::new(100 * US, 4 * MS);
 pub const LAT_CRI_HIGH: Rail = Rail::new(8, 256);
 pub const LAT_CRI_LOW: Rail = Rail::new(1, 64);
 
-/// Clamps every adaptive knob to its rail and restores the cross-knob invariants BPF relies on:
-/// - `lat_cri_thresh_low < lat_cri_thresh_high`, or the INTERACTIVE tier would be empty and the
-///   classifier would jump straight from BATCH to LAT_CRITICAL;
-/// - `burst_slice_ns <= slice_ns`, since the longrun slice exists to be the tighter of the two.
-///
-/// `affinity_mode` is forced into the enum's range.
-pub fn enforce(mut k: TuningKnobs) -> TuningKnobs {
-    k.slice_ns = SLICE.clamp(k.slice_ns);
-    k.preempt_thresh_ns = PREEMPT.clamp(k.preempt_thresh_ns);
-    k.lag_scale = LAG_SCALE.clamp(k.lag_scale);
-    k.batch_slice_ns = BATCH_SLICE.clamp(k.batch_slice_ns);
-    k.burst_slice_ns = BURST_SLICE.clamp(k.burst_slice_ns).min(k.slice_ns);
-    k.lat_cri_thresh_high = LAT_CRI_HIGH.clamp(k.lat_cri_thresh_high);
-    k.lat_cri_thresh_low = LAT_CRI_LOW
-        .clamp(k.lat_cri_thresh_low)
-        .min(k.lat_cri_thresh_high - 1);
-    k.affinity_mode = k.affinity_mode.min(2);
-    k
+/// A rail for each continuous knob, in [`Knob::ALL`] order, and the affinity mode when it is
+/// fixed rather than voted. [`RAILS`] is what BPF tolerates; a mode narrows it to what it
+/// promises (see `super::mode`), so the loop can tune inside a mode but never out of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rails {
+    pub knob: [Rail; NR_KNOBS],
+    pub affinity: Option<AffinityMode>,
 }
 
-/// True when `k` satisfies everything [`enforce`] guarantees.
+/// The widest rails, [`enforce`]'s: every mode's rails lie inside them.
+pub const RAILS: Rails = Rails {
+    knob: [
+        SLICE,
+        PREEMPT,
+        LAG_SCALE,
+        BATCH_SLICE,
+        BURST_SLICE,
+        LAT_CRI_HIGH,
+        LAT_CRI_LOW,
+    ],
+    affinity: None,
+};
+
+impl Rails {
+    pub fn rail(&self, knob: Knob) -> Rail {
+        self.knob[knob as usize]
+    }
+
+    /// The same rails with `knob` narrowed to `[min, max]` (a const table entry's building block).
+    pub const fn narrow(mut self, knob: Knob, min: u64, max: u64) -> Rails {
+        self.knob[knob as usize] = Rail::new(min, max);
+        self
+    }
+
+    pub const fn fix_affinity(mut self, mode: AffinityMode) -> Rails {
+        self.affinity = Some(mode);
+        self
+    }
+
+    /// Clamps every knob to its rail and restores the cross-knob invariants BPF relies on:
+    /// - `lat_cri_thresh_low < lat_cri_thresh_high`, or the INTERACTIVE tier would be empty and
+    ///   the classifier would jump straight from BATCH to LAT_CRITICAL;
+    /// - `burst_slice_ns <= slice_ns`, since the longrun slice exists to be the tighter of the
+    ///   two.
+    ///
+    /// `affinity_mode` is the fixed one, or forced into the enum's range.
+    pub fn enforce(&self, k: TuningKnobs) -> TuningKnobs {
+        let mut out = k;
+        for knob in Knob::ALL {
+            knob.set(&mut out, self.rail(knob).clamp(knob.get(&k)));
+        }
+        out.burst_slice_ns = out.burst_slice_ns.min(out.slice_ns);
+        out.lat_cri_thresh_low = out.lat_cri_thresh_low.min(out.lat_cri_thresh_high - 1);
+        out.affinity_mode = match self.affinity {
+            Some(m) => m as u64,
+            None => k.affinity_mode.min(AffinityMode::Strong as u64),
+        };
+        out
+    }
+
+    /// True when `k` satisfies everything [`Rails::enforce`] guarantees.
+    pub fn within(&self, k: &TuningKnobs) -> bool {
+        Knob::ALL
+            .iter()
+            .all(|&knob| self.rail(knob).contains(knob.get(k)))
+            && k.burst_slice_ns <= k.slice_ns
+            && k.lat_cri_thresh_low < k.lat_cri_thresh_high
+            && match self.affinity {
+                Some(m) => k.affinity_mode == m as u64,
+                None => k.affinity_mode <= AffinityMode::Strong as u64,
+            }
+    }
+
+    /// True when these rails are a narrowing of `outer` that [`Rails::enforce`] can always
+    /// satisfy: each rail non-empty and inside its outer one, and the invariants' adjustments
+    /// (burst down to the slice, the low threshold below the high one) never leave a rail.
+    pub fn is_narrowing_of(&self, outer: &Rails) -> bool {
+        let r = |k| self.rail(k);
+        Knob::ALL.iter().all(|&k| {
+            let (i, o) = (r(k), outer.rail(k));
+            i.min <= i.max && o.min <= i.min && i.max <= o.max
+        }) && r(Knob::BurstSlice).min <= r(Knob::Slice).min
+            && r(Knob::LatCriLow).min < r(Knob::LatCriHigh).min
+            && (outer.affinity.is_none() || outer.affinity == self.affinity)
+    }
+}
+
+/// [`RAILS`]`.enforce(k)`.
+pub fn enforce(k: TuningKnobs) -> TuningKnobs {
+    RAILS.enforce(k)
+}
+
+/// [`RAILS`]`.within(k)`.
 pub fn within(k: &TuningKnobs) -> bool {
-    SLICE.contains(k.slice_ns)
-        && PREEMPT.contains(k.preempt_thresh_ns)
-        && LAG_SCALE.contains(k.lag_scale)
-        && BATCH_SLICE.contains(k.batch_slice_ns)
-        && BURST_SLICE.contains(k.burst_slice_ns)
-        && k.burst_slice_ns <= k.slice_ns
-        && LAT_CRI_HIGH.contains(k.lat_cri_thresh_high)
-        && LAT_CRI_LOW.contains(k.lat_cri_thresh_low)
-        && k.lat_cri_thresh_low < k.lat_cri_thresh_high
-        && k.affinity_mode <= 2
+    RAILS.within(k)
 }
 
 #[cfg(test)]
@@ -116,5 +180,31 @@ mod tests {
         let e = enforce(tangled);
         assert_eq!((e.lat_cri_thresh_low, e.lat_cri_thresh_high), (9, 10));
         assert_eq!(e.burst_slice_ns, MS);
+    }
+
+    #[test]
+    fn narrowed_rails_clamp_tighter_and_a_fixed_affinity_wins() {
+        assert!(RAILS.is_narrowing_of(&RAILS));
+        let tight = RAILS
+            .narrow(Knob::BatchSlice, 20 * MS, 80 * MS)
+            .fix_affinity(AffinityMode::Strong);
+        assert!(tight.is_narrowing_of(&RAILS) && !RAILS.is_narrowing_of(&tight));
+        let k = TuningKnobs {
+            batch_slice_ns: 5 * MS,
+            affinity_mode: AffinityMode::Off as u64,
+            ..TuningKnobs::defaults()
+        };
+        let e = tight.enforce(k);
+        assert_eq!(e.batch_slice_ns, 20 * MS);
+        assert_eq!(e.affinity_mode, AffinityMode::Strong as u64);
+        assert!(tight.within(&e) && !tight.within(&k) && within(&k));
+        // A narrowing the invariants would break is not one.
+        let broken = RAILS.narrow(Knob::BurstSlice, 2 * MS, 4 * MS);
+        assert!(!broken.is_narrowing_of(&RAILS));
+        assert!(
+            !RAILS
+                .narrow(Knob::Slice, 2 * MS, MS)
+                .is_narrowing_of(&RAILS)
+        );
     }
 }

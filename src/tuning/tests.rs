@@ -4,14 +4,14 @@
 use super::*;
 use crate::bpf_intf::{NR_LAT_BUCKETS, NR_SLEEP_BUCKETS, Tier};
 
-const MS: u64 = 1_000_000;
-const TAU: u64 = 40 * MS;
+pub(super) const MS: u64 = 1_000_000;
+pub(super) const TAU: u64 = 40 * MS;
 /// A healthy interactive P99 (bucket 12: < 8 us) and one far above any ceiling (bucket 24: ~33 ms).
 const FAST: usize = 12;
 const SLOW: usize = 24;
 
 /// A MIXED-regime second with fast interactive wakeups and nothing else going on.
-fn calm() -> TickInput {
+pub(super) fn calm() -> TickInput {
     let mut t = TickInput {
         idle_pct: 30.0,
         nr_cpus: 4,
@@ -23,13 +23,13 @@ fn calm() -> TickInput {
     t
 }
 
-fn slow() -> TickInput {
+pub(super) fn slow() -> TickInput {
     let mut t = calm();
     t.wake_lat[Tier::Interactive as usize][SLOW] = 100;
     t
 }
 
-fn storm(rescues: u64) -> TickInput {
+pub(super) fn storm(rescues: u64) -> TickInput {
     TickInput {
         wakeups_per_s: 40_000,
         rescues,
@@ -37,7 +37,7 @@ fn storm(rescues: u64) -> TickInput {
     }
 }
 
-fn with_io(mut t: TickInput, io_pct: u64) -> TickInput {
+pub(super) fn with_io(mut t: TickInput, io_pct: u64) -> TickInput {
     t.sleep = [0; NR_SLEEP_BUCKETS];
     t.sleep[10] = io_pct;
     t.sleep[25] = 100 - io_pct;
@@ -55,26 +55,26 @@ fn w(out: &TickOutput, e: Expert) -> f64 {
 }
 
 /// Deterministic xorshift64*, so the randomised tests replay exactly.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
 
-    fn chance(&mut self, pct: u64) -> bool {
+    pub(super) fn chance(&mut self, pct: u64) -> bool {
         self.below(100) < pct
     }
 }
 
-fn random_input(r: &mut Rng) -> TickInput {
+pub(super) fn random_input(r: &mut Rng) -> TickInput {
     let mut t = TickInput::default();
     for row in t.wake_lat.iter_mut() {
         if r.chance(70) {
