@@ -52,7 +52,11 @@ static __always_inline s32 wake_sync_target(struct task_struct *p, u64 wake_flag
  * pair sent to the idle CPU next door paid a cross-CPU wakeup per message: round-trip P50
  * 256 us against EEVDF's 171 us, which keeps the pair on one CPU as here (ftrace: 423 of 498
  * wakeups went to the other CPU, 52 us to first run against 25 us on the waker's). Only into an
- * empty local DSQ, so an exit waking many tasks does not stack them on one CPU.
+ * empty local DSQ, so an exit waking many tasks does not stack them on one CPU, and only while
+ * nothing waits in this CPU's own DSQ or its node's overflow: the local DSQ runs before
+ * dispatch() is even called, so a fork/exit chain (a shell looping over a short command) handed
+ * the CPU from parent to child and back and a woken task in the overflow waited 30-160 ms
+ * (the bench's burst P99 3.8-161 ms in adaptive mode, 1.9-3.9 ms with this check, same boot).
  */
 static __always_inline s32 handoff_cpu(struct task_struct *p, u64 wake_flags)
 {
@@ -64,11 +68,12 @@ static __always_inline s32 handoff_cpu(struct task_struct *p, u64 wake_flags)
 		if (!sync_pair(p, waker, wake_flags))
 			return -1;
 		wctx = task_ctx(waker);
-		if (!wctx || wctx->tier == TIER_BATCH || scx_bpf_dsq_nr_queued(cpu) > 0)
+		if (!wctx || wctx->tier == TIER_BATCH)
 			return -1;
 	}
 	if (!cpu_is_online(cpu) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
-	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0)
+	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0 || scx_bpf_dsq_nr_queued(cpu) > 0 ||
+	    scx_bpf_dsq_nr_queued(node_dsq(cpu_node(cpu))) > 0)
 		return -1;
 	return cpu;
 }
