@@ -95,10 +95,7 @@ static __always_inline bool service_aged_overflow(s32 cpu, u32 node, u64 thresh,
 /* move_shared() for a per-CPU DSQ: its age decides when other CPUs may steal from it. */
 static __always_inline bool move_pcpu(s32 cpu)
 {
-	if (!scx_bpf_dsq_move_to_local(cpu, 0))
-		return false;
-	refresh_since(cpu, &cpu_ctx(cpu & (MAX_CPUS - 1))->pcpu_since);
-	return true;
+	return move_shared(cpu, &cpu_ctx(cpu)->pcpu_since);
 }
 
 /* Tasks stranded in the per-CPU DSQ of a CPU that went offline are pulled by any live CPU. */

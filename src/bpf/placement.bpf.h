@@ -108,7 +108,7 @@ static __always_inline void insert_pcpu(struct task_struct *p, struct task_ctx *
 
 	mark_enqueued(tctx, now);
 	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
-	mark_shared_since(&cpu_ctx(cpu & (MAX_CPUS - 1))->pcpu_since, now);
+	mark_shared_since(&cpu_ctx(cpu)->pcpu_since, now);
 	STAT_INC(nr_pcpu);
 	/* Must stay 0: the gate checks that no placement ever targets a CPU known to be offline. */
 	if (!cpu_is_online(cpu))
@@ -165,6 +165,7 @@ static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 b
 {
 	u32 key = cpu & (MAX_CPUS - 1);
 	struct affinity_row *row = bpf_map_lookup_elem(&affinity_rank, &key);
+	u64 now = want == RANK_WANT_QUEUED && deadline ? bpf_ktime_get_ns() : 0;
 	u32 i;
 
 	if (!row)
@@ -196,7 +197,7 @@ static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 b
 		case RANK_WANT_QUEUED:
 			/* @deadline here is a minimum age of the DSQ's work (0: any). */
 			if (scx_bpf_dsq_nr_queued(c) > 0 &&
-			    (!deadline || bpf_ktime_get_ns() - cpu_ctx(c)->pcpu_since >= deadline))
+			    (!deadline || now - cpu_ctx(c)->pcpu_since >= deadline))
 				return c;
 			break;
 		case RANK_WANT_IDLE:
