@@ -279,7 +279,17 @@ fn an_installed_binary_does_not_mention_the_vm() {
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("scx_pandemonium");
     std::fs::copy(env!("CARGO_BIN_EXE_scx_pandemonium"), &copy).unwrap();
-    let o = Command::new(&copy).output().unwrap();
+    // Another test thread that forks while the copy's write descriptor is open hands it to its
+    // child for a moment, and exec then fails with ETXTBSY: retry that, nothing else.
+    let o = (0..50)
+        .find_map(|_| match Command::new(&copy).output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                None
+            }
+            r => Some(r.unwrap()),
+        })
+        .expect("the copied binary stayed busy (ETXTBSY) for 1 s");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let t = text(&o);
     assert!(t.contains("CONFIG_SCHED_CLASS_EXT=y"), "{t}");
