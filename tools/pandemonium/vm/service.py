@@ -38,6 +38,7 @@ RUN_CONFIG = "/etc/pandemonium/run.json"
 # What `./pandemonium.py install` needs from the checkout (pandemonium.py imports every
 # subcommand's module).
 CHECKOUT_DIRS = ("tools", "systemd", "build_support")
+CHECKOUT_FILES = ("tests/gate.rs",)  # the gate's layer list, for `test --help`
 # Per boot: systemd's boot under TCG takes ~30-60 s, the main phase a few minutes more.
 BOOT_TIMEOUT_S = 1200
 STALL_S = 420
@@ -159,6 +160,7 @@ def payload_files(binary: Path, root: Path = PROJECT_ROOT) -> list[initramfs.Gue
              g(GUEST_SCRIPT, f"{PAYLOAD}/service_guest.py")]
     files += [g(p, f"{PAYLOAD}/units/{p.name}") for p in sorted(UNITS_DIR.glob("*.service"))]
     files += [g(p, f"{PAYLOAD}/src/{p.name}") for p in sorted(root.glob("*.py"))]
+    files += [g(root / f, f"{PAYLOAD}/src/{f}") for f in CHECKOUT_FILES]
     for d in CHECKOUT_DIRS:
         for p in sorted((root / d).rglob("*")):
             if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":

@@ -55,8 +55,9 @@ SCHED_EXT = Path("/sys/kernel/sched_ext")
 BLOCK_HEADER = "--- scx_pandemonium statistics"  # src/stats/format.rs
 RESULTS = Path("/results")
 # The exposure systemd-analyze gives our unit may not get worse than this (0 best, 10 worst). It
-# was 3.x when the layer was written (systemd 257); a sandbox directive lost raises it.
-MAX_EXPOSURE = 4.5
+# was 2.6 ("OK") when the layer was written (Debian 13, systemd 257); a sandbox directive lost
+# raises it past this.
+MAX_EXPOSURE = 3.0
 # Capabilities the unit keeps (CapabilityBoundingSet=): SYS_ADMIN 21, SYS_RESOURCE 24, PERFMON 38,
 # BPF 39.
 UNIT_CAPS = (1 << 21) | (1 << 24) | (1 << 38) | (1 << 39)
