@@ -361,7 +361,7 @@ class Layer:
         return f"--monitor 1 printed {blocks} samples through {socket} and exited {rc} on SIGINT"
 
     def journal_priority(self) -> str:
-        warn = wait_journal(self.first_inv, r"pandemonium: warning: procdb .*moved it to", 60,
+        warn = wait_journal(self.first_inv, r"pandemonium: warning: procdb .*starting empty", 60,
                             "the damaged-procdb warning in the journal")
         info = wait_journal(self.first_inv, r"pandemonium: scheduler attached", 60,
                             "'scheduler attached' in the journal")
@@ -378,6 +378,13 @@ class Layer:
                 "and not the info lines (PRIORITY 6)")
 
     def procdb_restart(self) -> str:
+        # The damaged file was set aside: the unit's state directory is writable (StateDirectory=
+        # under ProtectSystem=strict).
+        aside = sorted(STATE_DIR.glob("procdb.bin.corrupt-*"))
+        if not aside:
+            said = [m for m in texts(invocation_messages(self.first_inv))
+                    if m.startswith("pandemonium:") and "procdb" in m][:2]
+            raise CheckFailed(f"the damaged procdb was not set aside: {said}")
         self.hogs.append(start_hog("pdb-svc-learn"))
         n = wait_learned(self.first_inv, 0, "learned profiles in the -v telemetry")
         reset(UNIT)
@@ -393,8 +400,9 @@ class Layer:
         if not PROCDB.is_file() or PROCDB.stat().st_mode & 0o777 != 0o600:
             raise CheckFailed(f"{PROCDB} missing or not 0600")
         self.loaded = loaded
-        return (f"learned {n} profiles; restart saved {saved} and loaded {loaded} from {PROCDB} "
-                "(StateDirectory= under ProtectSystem=strict)")
+        return (f"damaged file set aside as {aside[0].name}; learned {n} profiles; restart saved "
+                f"{saved} and loaded {loaded} from {PROCDB} (StateDirectory= under "
+                "ProtectSystem=strict)")
 
     def kill_restart(self) -> str:
         before = show(UNIT, "MainPID", "NRestarts")
@@ -426,6 +434,10 @@ class Layer:
             raise CheckFailed(f"{UNIT}.service is {ours} while scx.service runs")
         if exe_of(pid) != BINARY:
             raise CheckFailed(f"scx.service runs {exe_of(pid)}, not {BINARY}")
+        time.sleep(2)  # still running: not a start that fails and is retried
+        again = show(SCX_UNIT, "ActiveState", "MainPID")
+        if again.get("ActiveState") != "active" or again.get("MainPID") != str(pid):
+            raise CheckFailed(f"scx.service did not stay up: {again} (MainPID was {pid})")
         logged = texts(invocation_messages(invocation(SCX_UNIT), namespace="sched-ext"))
         attached = any("scheduler attached" in m for m in logged)
         return (f"starting scx.service (SCX_SCHEDULER=scx_pandemonium) stopped {UNIT}.service; "
