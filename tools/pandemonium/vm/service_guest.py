@@ -285,6 +285,8 @@ class Layer:
         for f in (BINARY, "/etc/default/pandemonium"):
             if not Path(f).is_file():
                 raise CheckFailed(f"install left no {f}")
+        if Path(BINARY).read_bytes() != (PAYLOAD / "bin" / "scx_pandemonium").read_bytes():
+            raise CheckFailed(f"{BINARY} is not the binary install was given")
         if BINARY not in p.get("ExecStart", ""):
             raise CheckFailed(f"the unit does not run {BINARY}: {p.get('ExecStart')}")
         return f"unit {p['FragmentPath']} loaded by systemd, runs {BINARY}"
