@@ -141,7 +141,9 @@ def sh(*cmd: str, timeout: float = 120, check: bool = False) -> subprocess.Compl
 
 
 def say(text: str) -> None:
-    print(text, flush=True)
+    # One write per line: systemd's status lines share the console and must not land inside it.
+    sys.stdout.write(text.rstrip("\n") + "\n")
+    sys.stdout.flush()
 
 
 def show(unit: str, *props: str) -> dict[str, str]:
