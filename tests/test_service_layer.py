@@ -233,3 +233,22 @@ def test_units_for_the_guest():
     runner = (service.UNITS_DIR / "pandemonium-gate.service").read_text()
     assert "ExecStart=/usr/bin/python3 /opt/pandemonium/service_guest.py" in runner
     assert "WantedBy=multi-user.target" in runner
+
+
+def test_the_base_image_takes_another_init(tmp_path, monkeypatch):
+    import gzip
+
+    from tools.pandemonium.vm import guest_init, initramfs, qemu
+
+    monkeypatch.setenv("PANDEMONIUM_CACHE", str(tmp_path / "cache"))
+    config = tmp_path / "config"
+    config.write_text("CONFIG_SCHED_CLASS_EXT=y\n")
+    plain = initramfs.build_base("6.18.15+deb13-cloud-amd64", config, [])
+    svc = initramfs.build_base("6.18.15+deb13-cloud-amd64", config, [], init=service.SERVICE_INIT)
+    assert plain != svc
+    assert service.SERVICE_INIT.encode() in gzip.decompress(svc.read_bytes())
+    assert guest_init.INIT.encode() in gzip.decompress(plain.read_bytes())
+    cmd = qemu.qemu_command(Path("/k"), Path("/i"), cpus=2, mem_mb=2048, accel="tcg-single",
+                            extra_args=service.disk_args(Path("/d.ext4")))
+    assert cmd.index("-device") < cmd.index("-kernel")
+    assert cmd[cmd.index("-device") + 1] == "nvme,serial=pandroot,drive=root"
