@@ -71,8 +71,8 @@ cp {RUN_CONFIG} /newroot/opt/pandemonium/run.json || fail "no run configuration"
 rm -f /newroot/boot/config-*
 cp /boot/config-* /newroot/boot/ || fail "no kernel config"
 cp {PAYLOAD}/units/scx.service /newroot/usr/lib/systemd/system/scx.service
-cp {PAYLOAD}/units/pandemonium-gate.service {PAYLOAD}/units/pandemonium-scx-loader-sandbox.service \\
-    /newroot/etc/systemd/system/
+cp {PAYLOAD}/units/pandemonium-gate.service \\
+    {PAYLOAD}/units/pandemonium-scx-loader-sandbox.service /newroot/etc/systemd/system/
 ln -sf /etc/systemd/system/pandemonium-gate.service \\
     /newroot/etc/systemd/system/multi-user.target.wants/pandemonium-gate.service
 sync

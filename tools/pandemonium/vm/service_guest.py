@@ -350,7 +350,7 @@ class Layer:
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
         try:
-            wait_for(lambda: sum(BLOCK_HEADER in line for line in out) >= 3 or proc.poll() is not None,
+            wait_for(lambda: sum(BLOCK_HEADER in ln for ln in out) >= 3 or proc.poll() is not None,
                      90, "3 --monitor samples")
         finally:
             if proc.poll() is None:
