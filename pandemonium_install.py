@@ -583,7 +583,8 @@ def add_clean_parser(sub: argparse._SubParsersAction) -> None:
         "clean", help="cargo clean and the extracted BPF headers",
         description="Run cargo clean (CARGO_TARGET_DIR honored) and remove the sched_ext\n"
                     "headers build.rs extracted into include/scx/. The user's cache\n"
-                    "(~/.cache/pandemonium: VM kernels, initramfs images) is kept unless --cache.",
+                    "(~/.cache/pandemonium: VM kernels, initramfs images, the service layer's\n"
+                    "Debian image) is kept unless --cache.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cache", action="store_true",
                    help="also delete the cache ($PANDEMONIUM_CACHE or "

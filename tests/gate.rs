@@ -437,6 +437,9 @@ fn load() {
     layer_load();
 }
 
+// The `service` layer (the daemon under a real systemd) is not a test of this binary: it needs a
+// guest of its own with systemd as PID 1. tools/pandemonium/gate_runner.py runs it after this one
+// whenever full_gate is asked for (HOST_LAYERS there).
 #[test]
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn full_gate() {

@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from pandemonium_common import PROJECT_ROOT, PandemoniumError
-from tools.pandemonium.gate_runner import GATE_SOURCE, known_layers, parse_layers, skipped_in_log
+from tools.pandemonium.gate_runner import (GATE_SOURCE, HOST_LAYERS, host_layers, known_layers,
+                                           parse_layers, skipped_in_log)
 
 
 def test_default_is_full_gate():
@@ -35,11 +36,21 @@ def test_the_layers_are_the_gate_tests(tmp_path):
     src.write_text("fn layer_load() {}\n#[test]\n#[ignore = \"needs root\"]\nfn full_gate() {}\n"
                    "#[test]\n#[ignore = \"needs root\"]\nfn load() {\n    layer_load();\n}\n"
                    "#[test]\nfn classify() {}\n")
-    assert known_layers(src) == ["classify", "load", "full_gate"]
+    assert known_layers(src) == ["classify", "load", "service", "full_gate"]
     layers = known_layers()
-    assert len(layers) == GATE_SOURCE.read_text().splitlines().count("#[test]")
+    assert len(layers) == GATE_SOURCE.read_text().splitlines().count("#[test]") + len(HOST_LAYERS)
     assert layers[-1] == "full_gate"
-    assert {"load", "hotplug", "kill9", "procdb_faults", "interactive", "status"} <= set(layers)
+    assert {"load", "hotplug", "kill9", "procdb_faults", "interactive", "status",
+            "service"} <= set(layers)
+
+
+def test_the_service_layer_runs_when_named_or_in_full_gate():
+    assert parse_layers("service") == ["service"]
+    assert host_layers(["service"]) == ["service"]
+    assert host_layers(["full_gate"]) == ["service"]
+    assert host_layers(["load", "classify"]) == []
+    # Not a #[test] of the gate binary: the guest's libtest would not find it.
+    assert "fn service(" not in GATE_SOURCE.read_text()
 
 
 def test_test_help_lists_every_layer():

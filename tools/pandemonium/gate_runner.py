@@ -17,6 +17,10 @@ from pandemonium_common import PROJECT_ROOT, PandemoniumError, log
 GATE_SOURCE = PROJECT_ROOT / "tests" / "gate.rs"
 _TEST_FN = re.compile(r"^#\[test\]\n(?:#\[[^\n]*\]\n)*fn (\w+)\(", re.M)
 GUEST_GATE = "/usr/local/bin/gate"
+# Layers the host runs in a VM boot of their own instead of as a #[test] of the gate binary:
+# `service` boots a Debian image with systemd as PID 1 (tools/pandemonium/vm/service.py). full_gate
+# includes them.
+HOST_LAYERS = ("service",)
 # The interactive layer runs the field's standard tools in the guest (build_support/
 # system_packages.tsv names their packages).
 GUEST_TOOLS = ["cyclictest", "hackbench"]
@@ -66,8 +70,13 @@ def skipped_in_log(log_path: Path) -> list[str]:
 def known_layers(source: Path = GATE_SOURCE) -> list[str]:
     """The names `--gate` takes: the #[test] functions of tests/gate.rs, sorted, full_gate (every
     layer in one boot) last."""
-    names = sorted(set(_TEST_FN.findall(source.read_text())))
+    names = sorted(set(_TEST_FN.findall(source.read_text())) | set(HOST_LAYERS))
     return [n for n in names if n != "full_gate"] + (["full_gate"] if "full_gate" in names else [])
+
+
+def host_layers(layers: list[str]) -> list[str]:
+    """The host-run layers that `layers` asks for: named, or included by full_gate."""
+    return [h for h in HOST_LAYERS if h in layers or "full_gate" in layers]
 
 
 def parse_layers(spec: str | None) -> list[str]:
@@ -119,6 +128,8 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
     from tools.pandemonium.vm import run_in_vm
 
     available = listed_tests(gate)
+    hosted = host_layers(layers)
+    layers = [layer for layer in layers if layer not in HOST_LAYERS]
     todo = [layer for layer in layers if layer not in available]
     runnable = [layer for layer in layers if layer in available]
     for layer in todo:
@@ -126,7 +137,8 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
     runs = []
     for cpus in cpus_list:
         if not runnable:
-            runs.append(GateRun(cpus, kernel, [], 0, "-", 0.0, todo))
+            if todo or not hosted:
+                runs.append(GateRun(cpus, kernel, [], 0, "-", 0.0, todo))
             continue
         log.info("gate: %s at %d vCPUs on kernel %s", ",".join(runnable), cpus, kernel)
         cmd = [GUEST_GATE, "--ignored", "--test-threads=1", "--exact", "--nocapture", *runnable]
@@ -142,7 +154,23 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
             rc = 1 if problems else rc
         runs.append(GateRun(cpus, res.kernel_version, runnable, rc, res.accel_used,
                             res.duration_s, todo + skipped_in_log(Path(res.log_path))))
+    if hosted:
+        runs.append(run_service(cpus_list[0], kernel, accel, extra_args))
     return runs
+
+
+def run_service(cpus: int, kernel: str, accel: str, extra_args: str = "") -> GateRun:
+    """The service layer, once (at the first vCPU count): it checks the systemd integration, which
+    does not change with the CPU count. It runs the unit as installed, so --sched-args do not
+    apply to it."""
+    from tools.pandemonium.vm.service import run_service_layer
+
+    if extra_args:
+        log.warning("gate service: runs the installed unit's configuration; --sched-args %r "
+                    "are not applied to it", extra_args)
+    log.info("gate: service at %d vCPUs on kernel %s (systemd as PID 1)", cpus, kernel)
+    res = run_service_layer(cpus=cpus, kernel=kernel, accel=accel)
+    return GateRun(cpus, res.kernel, ["service"], res.rc, res.accel, res.duration_s)
 
 
 def summarize(runs: list[GateRun]) -> tuple[int, int, int]:

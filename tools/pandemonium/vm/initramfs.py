@@ -110,8 +110,10 @@ def _busybox(builder: _Builder) -> None:
 
 
 def build_base(kernel_version: str, config_path: Path, files: list[GuestFile],
-               compress: bool = True) -> Path:
-    """Return the path of the cached base image for these inputs, building it if needed."""
+               compress: bool = True, init: str | None = None) -> Path:
+    """Return the path of the cached base image for these inputs, building it if needed.
+    init: the /init script (default: guest_init.INIT, which runs the command itself; the service
+    layer's switches to a systemd root file system)."""
     b = _Builder()
     for item in files:
         b.add(item)
@@ -123,7 +125,7 @@ def build_base(kernel_version: str, config_path: Path, files: list[GuestFile],
     for path, text in _ETC.items():
         b.archive.add_file(path, text.encode())
     b.archive.add_file(f"/boot/config-{kernel_version}", config_path.read_bytes())
-    b.archive.add_file("/init", guest_init.INIT.encode(), 0o755)
+    b.archive.add_file("/init", (guest_init.INIT if init is None else init).encode(), 0o755)
 
     raw = io.BytesIO()
     b.archive.write(raw)

@@ -45,14 +45,15 @@ class BootResult:
 
 
 def qemu_command(vmlinuz: Path, initrd: Path, *, cpus: int, mem_mb: int, accel: str,
-                 extra_cmdline: str = "") -> list[str]:
+                 extra_cmdline: str = "", extra_args: list[str] | None = None) -> list[str]:
     cmdline = f"{BASE_CMDLINE} {extra_cmdline}".strip()
     # -nodefaults drops the NIC (and its iPXE ROM) and VGA we don't use; the serial
     # port on stdio is the only channel, with stdin closed so the console isn't raw-moded.
     return [QEMU, *QEMU_ACCEL_ARGS[accel], "-machine", "q35", "-cpu", "max",
             "-smp", str(cpus), "-m", str(mem_mb),
             "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio",
-            "-no-reboot", "-kernel", str(vmlinuz), "-initrd", str(initrd), "-append", cmdline]
+            "-no-reboot", *(extra_args or []), "-kernel", str(vmlinuz), "-initrd", str(initrd),
+            "-append", cmdline]
 
 
 def boot(cmd: list[str], console: ConsoleState, *, timeout_s: float, log_path: Path,

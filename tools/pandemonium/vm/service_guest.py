@@ -1,0 +1,604 @@
+#!/usr/bin/env python3
+"""The `service` gate layer's checks, run inside the guest whose PID 1 is systemd (service.py).
+
+Standard library only: it runs on the guest's Debian python3, from /opt/pandemonium, started by
+pandemonium-gate.service at boot. Each check prints one line
+
+    @@SERVICE-CHECK@@ <nonce> PASS|FAIL <name> <what it saw>
+
+on the serial console; the host (service.py) requires every name in PHASE_CHECKS[phase] to have
+passed, so a check that never ran is a failure too. The first failing check ends the phase (the
+later ones build on it) after printing the unit's status and journal. Then the exit status and
+/results go over the console as in the other layers (console.py's markers), and the guest powers
+off through systemd (a clean shutdown: the daemon's last procdb save happens there).
+
+Phases: `main` (first boot: install, start, monitor, journal priorities, procdb across a restart,
+SIGKILL and Restart=on-failure, scx.service and Conflicts= both ways, scx_loader's sandbox,
+systemd-analyze security, enable) and `reboot` (second boot of the same disk: started at boot, the
+procdb the last boot saved is loaded).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from pathlib import Path
+
+CHECK_MARKER = "@@SERVICE-CHECK@@"
+PHASE_CHECKS = {
+    "main": ["install", "security", "start", "sandbox", "monitor", "journal-priority",
+             "procdb-restart", "kill-restart", "scx-takes-over", "ours-takes-back",
+             "loader-sandbox-start", "loader-fsync-warning", "loader-procdb-survives", "enable"],
+    "reboot": ["boot-start", "procdb-reboot", "clean-stop"],
+}
+PHASES = tuple(PHASE_CHECKS)
+
+PAYLOAD = Path("/opt/pandemonium")
+BINARY = "/usr/local/bin/scx_pandemonium"
+UNIT = "pandemonium"
+SCX_UNIT = "scx"
+LOADER_UNIT = "pandemonium-scx-loader-sandbox"
+STATE_DIR = Path("/var/lib/pandemonium")
+PROCDB = STATE_DIR / "procdb.bin"
+SCHED_EXT = Path("/sys/kernel/sched_ext")
+BLOCK_HEADER = "--- scx_pandemonium statistics"  # src/stats/format.rs
+RESULTS = Path("/results")
+# The exposure systemd-analyze gives our unit may not get worse than this (0 best, 10 worst). It
+# was 2.6 ("OK") when the layer was written (Debian 13, systemd 257); a sandbox directive lost
+# raises it past this.
+MAX_EXPOSURE = 3.0
+# Capabilities the unit keeps (CapabilityBoundingSet=): SYS_ADMIN 21, SYS_RESOURCE 24, PERFMON 38,
+# BPF 39.
+UNIT_CAPS = (1 << 21) | (1 << 24) | (1 << 38) | (1 << 39)
+
+ATTACH_S = 240.0  # a BPF load under TCG on a loaded host
+LEARN_S = 180.0
+
+_LOADED = re.compile(r"procdb (\S+): loaded (\d+) profiles")
+_SAVED = re.compile(r"procdb: saved (\d+) profiles to (\S+?)(?:,|$)")
+_TELEMETRY_PROCDB = re.compile(r"\bprocdb: (\d+)/(\d+) ")
+_EXPOSURE = re.compile(r"Overall exposure level for (\S+): ([0-9.]+) (\S+)")
+
+
+class CheckFailed(Exception):
+    pass
+
+
+# -- pure helpers (tested on the host) ---------------------------------------------------------
+
+def check_line(nonce: str, ok: bool, name: str, detail: str) -> str:
+    detail = " ".join(detail.split())  # one console line
+    return f"{CHECK_MARKER} {nonce} {'PASS' if ok else 'FAIL'} {name} {detail}".rstrip()
+
+
+def parse_exposure(text: str) -> tuple[str, float, str] | None:
+    """(unit, score, level) from `systemd-analyze security UNIT`'s last line."""
+    m = _EXPOSURE.search(text)
+    return (m.group(1), float(m.group(2)), m.group(3)) if m else None
+
+
+def loaded_count(messages: list[str]) -> int | None:
+    """Profiles the daemon said it loaded, from its journal messages (the last such line)."""
+    found = [int(m.group(2)) for msg in messages if (m := _LOADED.search(msg))]
+    return found[-1] if found else None
+
+
+def saved_count(messages: list[str]) -> int | None:
+    found = [int(m.group(1)) for msg in messages if (m := _SAVED.search(msg))]
+    return found[-1] if found else None
+
+
+def telemetry_profiles(messages: list[str]) -> int | None:
+    """Learned profiles from the last -v telemetry line ("procdb: N/C")."""
+    found = [int(m.group(1)) for msg in messages if (m := _TELEMETRY_PROCDB.search(msg))]
+    return found[-1] if found else None
+
+
+def journal_messages(json_lines: str) -> list[dict]:
+    """journalctl -o json output as dicts with MESSAGE always a str (the journal gives a list of
+    bytes for a message that is not valid UTF-8)."""
+    out = []
+    for line in json_lines.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        msg = entry.get("MESSAGE")
+        if isinstance(msg, list):
+            msg = bytes(msg).decode(errors="replace")
+        entry["MESSAGE"] = msg or ""
+        out.append(entry)
+    return out
+
+
+def cap_mask(status_text: str, field: str = "CapBnd") -> int | None:
+    m = re.search(rf"^{field}:\s*([0-9a-f]+)$", status_text, re.M)
+    return int(m.group(1), 16) if m else None
+
+
+# -- the guest ---------------------------------------------------------------------------------
+
+def sh(*cmd: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess:
+    proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise CheckFailed(f"`{' '.join(cmd)}` exited {proc.returncode}: "
+                          f"{(proc.stderr or proc.stdout).strip()[-400:]}")
+    return proc
+
+
+def say(text: str) -> None:
+    # One write per line: systemd's status lines share the console and must not land inside it.
+    sys.stdout.write(text.rstrip("\n") + "\n")
+    sys.stdout.flush()
+
+
+def show(unit: str, *props: str) -> dict[str, str]:
+    out = sh("systemctl", "show", *[f"--property={p}" for p in props], f"{unit}.service").stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def sched_state() -> tuple[str, str]:
+    def read(p: Path) -> str:
+        try:
+            return p.read_text().strip()
+        except OSError:
+            return ""
+    return read(SCHED_EXT / "state"), read(SCHED_EXT / "root" / "ops")
+
+
+def wait_for(pred, timeout: float, what: str, interval: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise CheckFailed(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+def journal(*match: str, namespace: str | None = None) -> list[dict]:
+    cmd = ["journalctl", "--no-pager", "-o", "json"]
+    if namespace:
+        cmd.append(f"--namespace={namespace}")
+    return journal_messages(sh(*cmd, *match).stdout)
+
+
+def invocation(unit: str) -> str:
+    inv = show(unit, "InvocationID").get("InvocationID", "")
+    if not inv:
+        raise CheckFailed(f"{unit}.service has no invocation ID")
+    return inv
+
+
+def invocation_messages(inv: str, namespace: str | None = None) -> list[dict]:
+    return journal(f"_SYSTEMD_INVOCATION_ID={inv}", namespace=namespace)
+
+
+def texts(entries: list[dict]) -> list[str]:
+    return [e["MESSAGE"] for e in entries]
+
+
+def wait_journal(inv: str, pattern: str, timeout: float, what: str) -> dict:
+    """The first message of invocation `inv` matching `pattern` (journald may lag behind)."""
+    rx = re.compile(pattern)
+
+    def find():
+        return next((e for e in invocation_messages(inv) if rx.search(e["MESSAGE"])), None)
+    return wait_for(find, timeout, what, interval=1.0)
+
+
+def attached_unit(unit: str, timeout: float = ATTACH_S) -> tuple[int, str]:
+    """Waits until `unit` runs and the kernel says our scheduler is attached; (MainPID, ops)."""
+    def ready():
+        p = show(unit, "ActiveState", "MainPID")
+        state, ops = sched_state()
+        pid = int(p.get("MainPID", "0") or 0)
+        if p.get("ActiveState") == "active" and pid and state == "enabled" \
+                and ops.startswith("pandemonium"):
+            return pid, ops
+        if p.get("ActiveState") == "failed":
+            raise CheckFailed(f"{unit}.service failed: {show(unit, 'Result')}")
+        return None
+    return wait_for(ready, timeout, f"{unit}.service to run with pandemonium attached")
+
+
+def exe_of(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError as exc:
+        return f"? ({exc})"
+
+
+def detached(timeout: float = 60) -> None:
+    wait_for(lambda: sched_state()[0] == "disabled", timeout, "sched_ext state disabled")
+
+
+def start_hog(name: str) -> subprocess.Popen:
+    """A CPU hog under a name of its own (a copy of bash), for the daemon to profile."""
+    hog = PAYLOAD / "hogs" / name
+    hog.parent.mkdir(exist_ok=True)
+    shutil.copy("/bin/bash", hog)
+    return subprocess.Popen([str(hog), "-c", "while :; do :; done"])
+
+
+def wait_learned(inv: str, more_than: int, what: str) -> int:
+    def learned():
+        n = telemetry_profiles(texts(invocation_messages(inv)))
+        return n if n is not None and n > more_than else None
+    return wait_for(learned, LEARN_S, what, interval=2.0)
+
+
+def reset(unit: str) -> None:
+    # Clears the start limit (StartLimitBurst=5 in 60 s) that this layer's many starts approach.
+    sh("systemctl", "reset-failed", f"{unit}.service")
+
+
+class Layer:
+    def __init__(self, nonce: str, phase: str):
+        self.nonce, self.phase = nonce, phase
+        self.passed: list[str] = []
+        self.hogs: list[subprocess.Popen] = []
+
+    def report(self, ok: bool, name: str, detail: str) -> None:
+        say(check_line(self.nonce, ok, name, detail))
+        if ok:
+            self.passed.append(name)
+
+    def check(self, name: str, fn) -> None:
+        say(f"service {self.phase}: {name} ...")
+        started = time.monotonic()
+        try:
+            detail = fn()
+        except CheckFailed as exc:
+            self.report(False, name, str(exc))
+            raise
+        except Exception as exc:  # noqa: BLE001 - any crash of a check is that check's failure
+            self.report(False, name, f"{type(exc).__name__}: {exc}")
+            raise CheckFailed(str(exc)) from exc
+        self.report(True, name, f"{detail} ({time.monotonic() - started:.1f} s)")
+
+    # -- phase main ------------------------------------------------------------------------
+
+    def install(self) -> str:
+        src = PAYLOAD / "src"
+        proc = sh(sys.executable, str(src / "pandemonium.py"), "install", "--binary",
+                  str(PAYLOAD / "bin" / "scx_pandemonium"), timeout=300)
+        say(proc.stdout + proc.stderr)
+        if proc.returncode != 0:
+            raise CheckFailed(f"./pandemonium.py install exited {proc.returncode}")
+        p = show(UNIT, "LoadState", "FragmentPath", "ExecStart")
+        if p.get("LoadState") != "loaded":
+            raise CheckFailed(f"systemd does not know {UNIT}.service after install: {p}")
+        for f in (BINARY, "/etc/default/pandemonium"):
+            if not Path(f).is_file():
+                raise CheckFailed(f"install left no {f}")
+        if Path(BINARY).read_bytes() != (PAYLOAD / "bin" / "scx_pandemonium").read_bytes():
+            raise CheckFailed(f"{BINARY} is not the binary install was given")
+        if BINARY not in p.get("ExecStart", ""):
+            raise CheckFailed(f"the unit does not run {BINARY}: {p.get('ExecStart')}")
+        return f"unit {p['FragmentPath']} loaded by systemd, runs {BINARY}"
+
+    def security(self) -> str:
+        proc = sh("systemd-analyze", "security", "--no-pager", f"{UNIT}.service", timeout=300)
+        out = proc.stdout + proc.stderr
+        (RESULTS / "systemd-analyze-security.txt").write_text(out)
+        found = parse_exposure(out)
+        if not found:
+            raise CheckFailed(f"no exposure level in systemd-analyze's output: {out[-400:]}")
+        unit, score, level = found
+        say(f"service main: systemd-analyze security: Overall exposure level for {unit}: "
+            f"{score} {level}")
+        if score > MAX_EXPOSURE:
+            raise CheckFailed(f"exposure {score} {level} is worse than {MAX_EXPOSURE}")
+        return f"Overall exposure level for {unit}: {score} {level} (limit {MAX_EXPOSURE})"
+
+    def start(self) -> str:
+        # A damaged procdb makes the first start log a warning, which journal-priority looks for.
+        STATE_DIR.mkdir(mode=0o700, exist_ok=True)
+        PROCDB.write_bytes(b"not a procdb, planted by the service gate layer\n")
+        # -v: the telemetry line ("procdb: N/C") tells when profiles have been learned.
+        Path("/etc/default/pandemonium").write_text('PANDEMONIUM_ARGS="-v"\n')
+        sh("systemctl", "start", f"{UNIT}.service", check=True)
+        pid, ops = attached_unit(UNIT)
+        self.first_inv = invocation(UNIT)
+        if exe_of(pid) != BINARY:
+            raise CheckFailed(f"MainPID {pid} runs {exe_of(pid)}, not {BINARY}")
+        return f"MainPID {pid} ({BINARY}); /sys/kernel/sched_ext/root/ops = {ops}"
+
+    def sandbox(self) -> str:
+        pid = int(show(UNIT, "MainPID")["MainPID"])
+        status = Path(f"/proc/{pid}/status").read_text()
+        bnd = cap_mask(status)
+        seccomp = re.search(r"^Seccomp:\s*(\d+)", status, re.M)
+        nnp = re.search(r"^NoNewPrivs:\s*(\d+)", status, re.M)
+        if bnd != UNIT_CAPS:
+            raise CheckFailed(f"CapBnd {bnd:#x} is not the unit's {UNIT_CAPS:#x}")
+        if not seccomp or seccomp.group(1) != "2" or not nnp or nnp.group(1) != "1":
+            raise CheckFailed(f"no seccomp filter / NoNewPrivs: {seccomp and seccomp.group(0)} "
+                              f"{nnp and nnp.group(0)}")
+        st = STATE_DIR.stat()
+        if st.st_uid != 0 or st.st_mode & 0o777 != 0o700:
+            raise CheckFailed(f"{STATE_DIR}: uid {st.st_uid} mode {st.st_mode & 0o777:o}")
+        if not Path("/run/scx").is_dir():
+            raise CheckFailed("RuntimeDirectory=scx did not create /run/scx")
+        return (f"CapBnd {bnd:#x}, seccomp filter, NoNewPrivs; {STATE_DIR} 0700 root; "
+                "/run/scx present")
+
+    def monitor(self) -> str:
+        proc = subprocess.Popen([BINARY, "--monitor", "1"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        out: list[str] = []
+
+        def read() -> None:
+            for line in proc.stdout:
+                out.append(line)
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            wait_for(lambda: sum(BLOCK_HEADER in ln for ln in out) >= 3 or proc.poll() is not None,
+                     90, "3 --monitor samples")
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+            rc = proc.wait(timeout=30)
+            reader.join(timeout=5)
+        blocks = sum(BLOCK_HEADER in line for line in out)
+        err = proc.stderr.read().strip()
+        if blocks < 3 or rc != 0:
+            raise CheckFailed(f"--monitor 1 printed {blocks} samples, exit {rc}: {err[-300:]}")
+        socket = Path("/run/scx/root/stats")
+        return f"--monitor 1 printed {blocks} samples through {socket} and exited {rc} on SIGINT"
+
+    def journal_priority(self) -> str:
+        warn = wait_journal(self.first_inv, r"pandemonium: warning: procdb .*starting empty", 60,
+                            "the damaged-procdb warning in the journal")
+        info = wait_journal(self.first_inv, r"pandemonium: scheduler attached", 60,
+                            "'scheduler attached' in the journal")
+        if warn.get("PRIORITY") != "4" or info.get("PRIORITY") != "6":
+            raise CheckFailed(f"priorities: warning line {warn.get('PRIORITY')}, info line "
+                              f"{info.get('PRIORITY')} (want 4 and 6)")
+        if warn.get("SYSLOG_IDENTIFIER") != "scx_pandemonium":
+            raise CheckFailed(f"identifier {warn.get('SYSLOG_IDENTIFIER')!r}")
+        # The issue's own command: our warning is there, our info lines are not.
+        shown = sh("journalctl", "--no-pager", "-u", UNIT, "-p", "warning", "-o", "cat").stdout
+        if warn["MESSAGE"] not in shown or "scheduler attached" in shown:
+            raise CheckFailed(f"journalctl -u {UNIT} -p warning shows:\n{shown}")
+        return (f"journalctl -u {UNIT} -p warning shows {warn['MESSAGE'][:90]!r} (PRIORITY 4) "
+                "and not the info lines (PRIORITY 6)")
+
+    def procdb_restart(self) -> str:
+        # The damaged file was set aside: the unit's state directory is writable (StateDirectory=
+        # under ProtectSystem=strict).
+        aside = sorted(STATE_DIR.glob("procdb.bin.corrupt-*"))
+        if not aside:
+            said = [m for m in texts(invocation_messages(self.first_inv))
+                    if m.startswith("pandemonium:") and "procdb" in m][:2]
+            raise CheckFailed(f"the damaged procdb was not set aside: {said}")
+        self.hogs.append(start_hog("pdb-svc-learn"))
+        n = wait_learned(self.first_inv, 0, "learned profiles in the -v telemetry")
+        reset(UNIT)
+        sh("systemctl", "restart", f"{UNIT}.service", check=True, timeout=300)
+        attached_unit(UNIT)
+        wait_journal(self.first_inv, r"procdb: saved \d+ profiles", 60, "the save on stop")
+        saved = saved_count(texts(invocation_messages(self.first_inv)))
+        inv = invocation(UNIT)
+        wait_journal(inv, r"procdb \S+: loaded \d+ profiles", 60, "the procdb load at start")
+        loaded = loaded_count(texts(invocation_messages(inv)))
+        if not saved or loaded != saved:
+            raise CheckFailed(f"saved {saved} profiles on stop, loaded {loaded} at start")
+        if not PROCDB.is_file() or PROCDB.stat().st_mode & 0o777 != 0o600:
+            raise CheckFailed(f"{PROCDB} missing or not 0600")
+        self.loaded = loaded
+        return (f"damaged file set aside as {aside[0].name}; learned {n} profiles; restart saved "
+                f"{saved} and loaded {loaded} from {PROCDB} (StateDirectory= under "
+                "ProtectSystem=strict)")
+
+    def kill_restart(self) -> str:
+        before = show(UNIT, "MainPID", "NRestarts")
+        old_pid, restarts = int(before["MainPID"]), int(before["NRestarts"])
+        sh("systemctl", "kill", "-s", "KILL", f"{UNIT}.service", check=True)
+
+        def new_main():
+            p = show(UNIT, "MainPID", "NRestarts")
+            pid = int(p.get("MainPID", "0") or 0)
+            return (pid, int(p["NRestarts"])) if pid and pid != old_pid else None
+        pid, now = wait_for(new_main, 120, "Restart=on-failure to start a new MainPID")
+        attached_unit(UNIT)
+        if now <= restarts:
+            raise CheckFailed(f"NRestarts {restarts} -> {now}")
+        inv = invocation(UNIT)
+        wait_journal(inv, r"procdb \S+: loaded \d+ profiles", 60, "the procdb load after SIGKILL")
+        loaded = loaded_count(texts(invocation_messages(inv)))
+        if not loaded:
+            raise CheckFailed(f"the restarted daemon loaded {loaded} profiles")
+        return (f"SIGKILL to MainPID {old_pid}; systemd restarted it as {pid} (NRestarts "
+                f"{restarts} -> {now}), attached again, loaded {loaded} profiles")
+
+    def scx_takes_over(self) -> str:
+        Path("/etc/default/scx").write_text("SCX_SCHEDULER=scx_pandemonium\nSCX_FLAGS='-v'\n")
+        sh("systemctl", "start", f"{SCX_UNIT}.service", check=True, timeout=300)
+        pid, ops = attached_unit(SCX_UNIT)
+        ours = show(UNIT, "ActiveState")["ActiveState"]
+        if ours != "inactive":
+            raise CheckFailed(f"{UNIT}.service is {ours} while scx.service runs")
+        if exe_of(pid) != BINARY:
+            raise CheckFailed(f"scx.service runs {exe_of(pid)}, not {BINARY}")
+        time.sleep(2)  # still running: not a start that fails and is retried
+        again = show(SCX_UNIT, "ActiveState", "MainPID")
+        if again.get("ActiveState") != "active" or again.get("MainPID") != str(pid):
+            raise CheckFailed(f"scx.service did not stay up: {again} (MainPID was {pid})")
+        logged = texts(invocation_messages(invocation(SCX_UNIT), namespace="sched-ext"))
+        attached = any("scheduler attached" in m for m in logged)
+        return (f"starting scx.service (SCX_SCHEDULER=scx_pandemonium) stopped {UNIT}.service; "
+                f"it runs {BINARY} as {pid}, ops {ops}; its log in the sched-ext namespace "
+                f"{'has' if attached else 'lacks'} 'scheduler attached'")
+
+    def ours_takes_back(self) -> str:
+        reset(UNIT)
+        sh("systemctl", "start", f"{UNIT}.service", check=True, timeout=300)
+        pid, ops = attached_unit(UNIT)
+        theirs = show(SCX_UNIT, "ActiveState")["ActiveState"]
+        if theirs != "inactive":
+            raise CheckFailed(f"scx.service is {theirs} while {UNIT}.service runs")
+        return f"starting {UNIT}.service stopped scx.service; MainPID {pid}, ops {ops}"
+
+    def loader_sandbox_start(self) -> str:
+        sh("systemctl", "stop", f"{UNIT}.service", check=True, timeout=120)
+        detached()
+        self.hogs.append(start_hog("pdb-svc-loader"))
+        sh("systemctl", "start", f"{LOADER_UNIT}.service", check=True, timeout=300)
+        pid, ops = attached_unit(LOADER_UNIT)
+        self.loader_inv = invocation(LOADER_UNIT)
+        wait_journal(self.loader_inv, r"procdb \S+: loaded \d+ profiles", 60, "the procdb load")
+        self.loader_loaded = loaded_count(texts(invocation_messages(self.loader_inv)))
+        if not self.loader_loaded:
+            raise CheckFailed(f"under scx_loader's sandbox it loaded {self.loader_loaded} "
+                              "profiles from what our unit saved")
+        return (f"MainPID {pid} under scx_loader's sandbox, ops {ops}; loaded "
+                f"{self.loader_loaded} profiles saved under our unit")
+
+    def loader_fsync_warning(self) -> str:
+        n = wait_learned(self.loader_inv, self.loader_loaded, "a newly learned profile")
+        sh("systemctl", "stop", f"{LOADER_UNIT}.service", check=True, timeout=120)
+        detached()
+        p = show(LOADER_UNIT, "Result", "ExecMainStatus")
+        if p.get("Result") != "success" or p.get("ExecMainStatus") != "0":
+            raise CheckFailed(f"the stop under scx_loader's sandbox: {p}")
+        warn = wait_journal(self.loader_inv, r"procdb: saved \d+ profiles .*fsync was refused", 60,
+                            "the refused-fsync warning")
+        if warn.get("PRIORITY") != "4":
+            raise CheckFailed(f"the refused-fsync line has priority {warn.get('PRIORITY')}")
+        if any("cannot save" in m for m in texts(invocation_messages(self.loader_inv))):
+            raise CheckFailed("a save failed under scx_loader's sandbox")
+        self.loader_saved = saved_count([warn["MESSAGE"]])
+        return (f"learned {n}; stop saved {self.loader_saved} profiles with fsync refused "
+                f"(EPERM from @sync): a warning (PRIORITY 4), exit status 0")
+
+    def loader_procdb_survives(self) -> str:
+        sh("systemctl", "start", f"{LOADER_UNIT}.service", check=True, timeout=300)
+        attached_unit(LOADER_UNIT)
+        inv = invocation(LOADER_UNIT)
+        wait_journal(inv, r"procdb \S+: loaded \d+ profiles", 60, "the procdb load")
+        loaded = loaded_count(texts(invocation_messages(inv)))
+        if loaded != self.loader_saved:
+            raise CheckFailed(f"saved {self.loader_saved} unsynced, loaded {loaded}")
+        sh("systemctl", "stop", f"{LOADER_UNIT}.service", check=True, timeout=120)
+        detached()
+        return f"the unsynced file is complete: restarted under the sandbox, loaded {loaded}"
+
+    def enable(self) -> str:
+        sh("systemctl", "enable", f"{UNIT}.service", check=True)
+        reset(UNIT)
+        sh("systemctl", "start", f"{UNIT}.service", check=True, timeout=300)
+        pid, ops = attached_unit(UNIT)
+        enabled = sh("systemctl", "is-enabled", f"{UNIT}.service").stdout.strip()
+        if enabled != "enabled":
+            raise CheckFailed(f"is-enabled says {enabled!r}")
+        return f"enabled and running (MainPID {pid}); the poweroff stops it and saves the procdb"
+
+    # -- phase reboot ----------------------------------------------------------------------
+
+    def boot_start(self) -> str:
+        pid, ops = attached_unit(UNIT)
+        if exe_of(pid) != BINARY:
+            raise CheckFailed(f"MainPID {pid} runs {exe_of(pid)}")
+        return f"started at boot by systemd (enabled): MainPID {pid}, ops {ops}"
+
+    def procdb_reboot(self) -> str:
+        inv = invocation(UNIT)
+        wait_journal(inv, r"procdb \S+: loaded \d+ profiles", 60, "the procdb load at boot")
+        loaded = loaded_count(texts(invocation_messages(inv)))
+        previous = journal("--boot=-1")
+        saved = saved_count(texts(previous))
+        if not previous:
+            raise CheckFailed("no journal of the previous boot (is it persistent?)")
+        if not loaded or loaded != saved:
+            raise CheckFailed(f"the previous boot last saved {saved} profiles; this boot loaded "
+                              f"{loaded}")
+        return f"the previous boot's last save had {saved} profiles; loaded {loaded} at boot"
+
+    def clean_stop(self) -> str:
+        sh("systemctl", "stop", f"{UNIT}.service", check=True, timeout=120)
+        detached()
+        p = show(UNIT, "Result", "ExecMainStatus", "ActiveState")
+        if p.get("Result") != "success" or p.get("ExecMainStatus") != "0":
+            raise CheckFailed(f"stop: {p}")
+        return f"systemctl stop: exit status 0, {p.get('ActiveState')}, sched_ext disabled"
+
+    # -- driver ----------------------------------------------------------------------------
+
+    def run(self) -> int:
+        names = PHASE_CHECKS[self.phase]
+        try:
+            for name in names:
+                self.check(name, getattr(self, name.replace("-", "_")))
+        except CheckFailed:
+            self.diagnose()
+        finally:
+            for hog in self.hogs:
+                hog.kill()
+        return 0 if self.passed == names else 1
+
+    def diagnose(self) -> None:
+        for unit in (UNIT, SCX_UNIT, LOADER_UNIT):
+            say(sh("systemctl", "status", "--no-pager", "-l", "-n", "40", f"{unit}.service").stdout)
+        say(f"sched_ext: {sched_state()}")
+
+
+def send_results(nonce: str, markers: dict[str, str], rc: int) -> None:
+    """As guest_init.INIT does: the exit marker, then /results as base64 of a tar.gz."""
+    say(f"{markers['exit']} {rc} {nonce}")
+    try:
+        Path("/proc/sys/kernel/printk").write_text("1\n")
+    except OSError:
+        pass
+    if not any(RESULTS.iterdir()):
+        return
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(RESULTS, arcname=".")
+    data = buf.getvalue()
+    lines = base64.encodebytes(data).decode()
+    sys.stdout.write(f"{markers['begin']} {nonce}\n{lines}"
+                     f"{markers['end']} {nonce} {hashlib.sha256(data).hexdigest()}\n")
+    sys.stdout.flush()
+
+
+def main() -> int:
+    config = json.loads((PAYLOAD / "run.json").read_text())
+    nonce, phase = config["nonce"], config["phase"]
+    RESULTS.mkdir(exist_ok=True)
+    for old in RESULTS.iterdir():  # the disk is shared by both boots
+        if old.is_file():
+            old.unlink()
+    say(f"service {phase}: systemd {sh('systemctl', '--version').stdout.split()[1]}, "
+        f"kernel {os.uname().release}")
+    layer = Layer(nonce, phase)
+    rc = layer.run()
+    try:
+        (RESULTS / f"journal-{phase}.txt").write_text(
+            sh("journalctl", "--no-pager", "-b", "-o", "short-monotonic").stdout)
+    except (OSError, subprocess.SubprocessError) as exc:
+        say(f"service {phase}: could not save the journal: {exc}")
+    send_results(nonce, config["markers"], rc)
+    subprocess.run(["systemctl", "--no-block", "poweroff"])
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
