@@ -182,11 +182,11 @@ static __always_inline void note_wakeup(struct task_ctx *tctx, u64 now)
 /*
  * The first sleep ends a program's start (exec, dynamic linking, its init), which is one long
  * burst cut only by preemptions, each recorded: a periodic task whose start took 100 ms of CPU
- * was mature and BATCH with a 58 ms average by the time it first slept, and its 10 ms wakeups
- * waited in the batch DSQ for a second while the average decayed (the bench's burst P99
- * 18-86 ms on 7.3.4, adaptive mode; ftrace and bpf_printk on the probe). From here on the task
- * is judged by what it does between sleeps, as a new one is: immature, INTERACTIVE, and its
- * first wakeup rate is that of this sleep.
+ * was mature and BATCH with a 58 ms average by the time it first slept, and while that average
+ * decayed its 10 ms wakeups waited in the batch DSQ, up to 40 ms each behind a fork storm (the
+ * bench's burst P99 18-86 ms on 7.3.4, adaptive mode; ftrace and bpf_printk on the probe).
+ * From here on the task is judged by what it does between sleeps, as a new one is: immature,
+ * INTERACTIVE, and its first wakeup rate is that of this sleep.
  */
 static __always_inline void start_over(struct task_ctx *tctx, u64 now)
 {
