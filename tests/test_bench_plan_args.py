@@ -170,7 +170,12 @@ def test_latency_type_phases_run_beside_pure_busy_loops_at_a_10ms_period():
     for name in ("latency", "burst", "deadline", "launch", "cyclictest", "hackbench"):
         assert "busy $((2 * N))" in body(name) and "load " not in body(name), name
     assert "PERIOD_US=10000" in script
-    assert "probe --period-us $PERIOD_US" in body("latency")
+    assert "probe_split --period-us $PERIOD_US" in body("latency")
+    assert body("floor").strip() == "settle; probe_split --period-us $PERIOD_US;"
+    split = re.search(r"^probe_split\(\) \{(.*?)^\}$", script, re.S | re.M).group(1)
+    for step in ('probe "$@" & pp=$!', "set_event_pid", "sched_waking/enable",
+                 "sched_switch/enable", "wake-to-run n=%d"):
+        assert step in split, step
     cyc = body("cyclictest")
     for flag in ("--policy=other", "-i $PERIOD_US", '-t "$N"', "-m", "-q", '-D "$BENCH_CYC_D"',
                  "-h 100000"):

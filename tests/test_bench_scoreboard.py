@@ -133,3 +133,39 @@ def test_failed_verdict_and_notes_for_a_non_attaching_anchor():
                             "'scx_pandemonium 5.23.1'") for n in notes)
     result.events = ["attach-failed c2-i1-pandemonium exited (status 1)"]
     assert commands.failed(result, commands.notes_for(commands.BY_NAME["bench-scale"], result, []))
+
+
+def test_the_idle_floor_is_shown_not_scored_and_judges_the_latency_target():
+    from tools.pandemonium.bench import verdicts
+    recs = (_runs("floor", "eevdf", [900, 1000, 1100]) + _runs("floor", "pandemonium", [1200] * 3)
+            + _runs("latency", "eevdf", [4000] * 4) + _runs("latency", "pandemonium", [3000] * 3))
+    cells = aggregate(recs)
+    assert scoreboard.score_phase(cells, "floor", 2) is None  # pandemonium is behind, uncounted
+    assert [s.phase for s in scoreboard.scores(cells, ["floor", "latency"])[2]] == ["latency"]
+    notes = verdicts.VERDICTS["bench-scale"](SimpleNamespace(records=recs), cells)
+    assert notes[0] == "idle floor at 2 cores (probe P99, no load): eevdf 1000 us, pandemonium 1200 us"
+    assert notes[1] == ("latency target at 2 cores: 0.2x EEVDF's 4000 us = 800 us, below the "
+                        "lowest idle floor (1000 us)")
+    recs = _runs("floor", "eevdf", [500] * 3) + _runs("latency", "eevdf", [4000] * 3)
+    assert "at or above the lowest idle floor (500 us)" in verdicts.VERDICTS["bench-scale"](
+        SimpleNamespace(records=recs), aggregate(recs))[1]
+
+
+def test_probe_split_gives_the_schedulers_own_wake_to_run_part():
+    from tools.pandemonium.bench import verdicts
+    from tools.pandemonium.bench.parse import PARSERS
+    out = ('{"tool":"probe","p50_ns":120000,"p99_ns":3100000,"p999_ns":3200000,'
+           '"max_ns":3300000,"count":400}\nwake-to-run n=400 p50_us=54 p99_us=187 max_us=215\n')
+    recs = []
+    for sched, it, p99 in [("eevdf", 0, 4000), ("eevdf", 1, 4400), ("pandemonium", 1, 200),
+                           ("pandemonium", 2, 180), ("pandemonium", 3, 400)]:
+        r = _rec("latency", sched, it, None)
+        PARSERS["latency"](out.replace("p99_us=187", f"p99_us={p99}"), r)
+        recs.append(r)
+    assert recs[0].value == 3100.0 and recs[0].extra["wake_run_n"] == 400
+    line = verdicts.VERDICTS["bench-scale"](SimpleNamespace(records=recs), aggregate(recs))[-1]
+    assert line.startswith("wake-to-run P99 at 2 cores")
+    assert line.endswith("latency: eevdf 4200 us, pandemonium 200 us (0.05x)")
+    r = _rec("latency", "eevdf", 1, None)
+    PARSERS["latency"](out.split("wake-to-run")[0], r)  # no tracefs in the guest: no split
+    assert "wake_run_p99_us" not in r.extra

@@ -118,6 +118,31 @@ static __always_inline bool drain_offline(void)
 	return false;
 }
 
+/*
+ * @prev is not BATCH and ran out of slice, and nothing but BATCH work waits here or for a steal
+ * (the starvation cap above has had its turn): it keeps the CPU with a new slice. The kernel asks dispatch()
+ * before it requeues @prev, so without this a busy loop took the CPU and @prev waited in the
+ * overflow for the next tick or longer (ftrace, a 10 ms probe beside busy loops: 14-34 of 400
+ * bursts cut so, off the CPU 4-60 ms, while every wakeup got a CPU within 0.6 ms). EEVDF lets a
+ * sleeper's lag finish its burst the same way. A hog that is not BATCH yet turns BATCH within a
+ * few slices (classify()).
+ */
+static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 node,
+				      struct tuning_knobs *k, struct topo_params *tp)
+{
+	struct task_ctx *tctx;
+
+	if (!k || !(prev->scx.flags & SCX_TASK_QUEUED) || !(tctx = task_ctx(prev)) ||
+	    tctx->tier == TIER_BATCH || scx_bpf_dsq_nr_queued(cpu) > 0 ||
+	    scx_bpf_dsq_nr_queued(node_dsq(node)) > 0 ||
+	    rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, k->preempt_thresh_ns,
+		      tp) >= 0)
+		return false;
+	prev->scx.slice = task_slice(tctx, k);
+	STAT_INC(nr_keep_running);
+	return true;
+}
+
 static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev)
 {
 	struct topo_params *tp = topo();
@@ -135,6 +160,8 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 		return true;
 	}
 	if (drain_offline())
+		return true;
+	if (prev && keep_prev(prev, cpu, node, k, tp))
 		return true;
 	/*
 	 * With batch slices longer than the rescue threshold, the overflow is aged again at every

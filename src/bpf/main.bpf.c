@@ -442,7 +442,7 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	struct task_ctx *tctx = task_ctx(p);
 	struct tuning_knobs *k = knobs();
 	struct topo_params *tp = topo();
-	s32 cpu = scx_bpf_task_cpu(p);
+	s32 cpu = scx_bpf_task_cpu(p), victim;
 	u32 node = cpu_node(cpu);
 	u64 since, thresh, now = bpf_ktime_get_ns();
 
@@ -465,6 +465,19 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	if (tctx->last_run_at && now - tctx->last_run_at >= thresh && pcpu_head_interactive(cpu)) {
 		p->scx.slice = 0;
 		cpu_ctx(cpu)->owe_local = 1;
+		STAT_INC(nr_preempt);
+		return;
+	}
+	/*
+	 * Consumers queued on their producer's CPU (enqueue()) wait for it alone while this CPU runs
+	 * a busy loop for a whole batch slice: once they have waited a preemption threshold, this
+	 * CPU yields and dispatch step 1 steals them. A BATCH head there may be pinned and is no
+	 * reason to yield.
+	 */
+	if (tctx->last_run_at && now - tctx->last_run_at >= thresh &&
+	    (victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, thresh,
+				tp)) >= 0 && pcpu_head_interactive(victim)) {
+		p->scx.slice = 0;
 		STAT_INC(nr_preempt);
 		return;
 	}

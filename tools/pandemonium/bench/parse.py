@@ -57,6 +57,12 @@ def _probe(text: str, rec: Record) -> None:
     rec.value = d["p99_ns"] / 1e3
     rec.extra = {"p999_us": d["p999_ns"] / 1e3, "count": d["count"],
                  "missed_periods": d.get("missed_periods")}
+    # driver.sh probe_split: the scheduler's own part, from the kernel's sched events.
+    m = re.search(r"^wake-to-run n=(\d+) p50_us=(\d+) p99_us=(\d+) max_us=(\d+)", text, re.M)
+    if m:
+        n, p50, p99, mx = (int(g) for g in m.groups())
+        rec.extra.update(wake_run_n=n, wake_run_p50_us=p50, wake_run_p99_us=p99,
+                         wake_run_max_us=mx)
 
 
 def _deadline(text: str, rec: Record) -> None:
@@ -204,7 +210,7 @@ def _telemetry(text: str, rec: Record) -> None:
 
 
 PARSERS = {
-    "throughput": _throughput, "latency": _probe, "burst": _probe, "longrun": _probe,
+    "throughput": _throughput, "floor": _probe, "latency": _probe, "burst": _probe, "longrun": _probe,
     "mixed": _probe, "deadline": _deadline, "ipc": _benchlat, "launch": _benchlat,
     "messaging": _messaging, "cyclictest": _cyclictest, "hackbench": _hackbench,
     "oversub": _probe, "recovery": _probe,

@@ -9,7 +9,7 @@ inside the spread of S's runs. Lower is better on every phase. The other schedul
 them: EEVDF, pandemonium-bpf and the external anchors. A scheduler without any value there (it did
 not attach, or every run failed) is left out of the comparison; a phase where pandemonium has no
 value counts as not ahead. A phase counts (is one of the M) when pandemonium ran it and at least
-one other scheduler has a value there.
+one other scheduler has a value there, unless it is a reference phase (the guest's idle floor).
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ def _cells_at(cells: list[Cell], phase: str, cores: int) -> dict[str, Cell]:
 
 def score_phase(cells: list[Cell], phase: str, cores: int) -> PhaseScore | None:
     """PhaseScore per the module's definition; None when the phase does not count."""
+    if phase in PHASES and PHASES[phase].reference:
+        return None
     at = _cells_at(cells, phase, cores)
     ours = at.get(PANDEMONIUM)
     others = {s: c for s, c in at.items() if s != PANDEMONIUM}

@@ -4,7 +4,9 @@ BPF program statistics and telemetry captures."""
 
 from __future__ import annotations
 
-from .plan import is_external
+import statistics
+
+from .plan import EEVDF, PHASES, is_external
 
 COST_CPU_PCT_MAX = 0.5  # issue #6
 COST_RSS_MIB_MAX = 32.0
@@ -124,6 +126,60 @@ def _sys(result, cells) -> list[str]:
     return out or ["FAIL no scheduler log captured"]
 
 
-VERDICTS = {"bench-power": _power, "bench-pcpu": _pcpu, "bench-scx": _scx,
+def _floor(result, cells) -> list[str]:
+    """The latency phases read against the guest's idle floor (the probe with no load): a target
+    below every scheduler's floor is one no scheduler can meet in this guest."""
+    out = []
+    med = {(c.phase, c.cores, c.scheduler): c.median for c in cells if c.median is not None}
+    for cores in sorted({c.cores for c in cells if c.phase == "floor"}):
+        floors = {s: v for (p, n, s), v in med.items() if p == "floor" and n == cores}
+        if not floors:
+            continue
+        out.append(f"idle floor at {cores} cores (probe P99, no load): "
+                   + ", ".join(f"{s} {v:.0f} us" for s, v in sorted(floors.items())))
+        eevdf = med.get(("latency", cores, EEVDF))
+        goal = PHASES["latency"].target
+        if eevdf is not None and goal is not None:
+            lowest = min(floors.values())
+            side = "below" if eevdf * goal < lowest else "at or above"
+            out.append(f"latency target at {cores} cores: {goal}x EEVDF's {eevdf:.0f} us = "
+                       f"{eevdf * goal:.0f} us, {side} the lowest idle floor ({lowest:.0f} us)")
+    return out
+
+
+WAKE_RUN_PHASES = ("floor", "latency", "burst", "longrun", "mixed")
+
+
+def _wake_to_run(result) -> list[str]:
+    """Per latency-type phase, each scheduler's median wake-to-run P99 (driver.sh probe_split)
+    and its ratio to EEVDF's: the part of the probe's figure that the scheduler decides."""
+    vals: dict[tuple, list[float]] = {}
+    for r in result.records:
+        v = (r.extra or {}).get("wake_run_p99_us")
+        if r.phase in WAKE_RUN_PHASES and v is not None:
+            vals.setdefault((r.cores, r.phase, r.scheduler), []).append(v)
+    out = []
+    for cores in sorted({k[0] for k in vals}):
+        parts = []
+        for phase in WAKE_RUN_PHASES:
+            med = {s: statistics.median(v) for (c, p, s), v in vals.items()
+                   if c == cores and p == phase}
+            if not med:
+                continue
+            base = med.get(EEVDF)
+            parts.append(f"{phase}: " + ", ".join(
+                f"{s} {m:.0f} us" + (f" ({m / base:.2f}x)" if base and s != EEVDF else "")
+                for s, m in sorted(med.items())))
+        out.append(f"wake-to-run P99 at {cores} cores (kernel sched_waking to switch-in of the "
+                   "probe, the scheduler's own part of its figure; median of runs, ratio to "
+                   "EEVDF's median): " + "; ".join(parts))
+    return out
+
+
+def _scale(result, cells) -> list[str]:
+    return _floor(result, cells) + _wake_to_run(result)
+
+
+VERDICTS = {"bench-scale": _scale, "bench-power": _power, "bench-pcpu": _pcpu, "bench-scx": _scx,
             "bench-fork-thread": _forkthread,
             "bench-trace": _trace, "bench-sys": _sys}
