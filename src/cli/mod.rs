@@ -8,7 +8,6 @@
 //! harness that owns its own signals.
 
 pub(crate) mod clock;
-mod json;
 mod prng;
 pub mod probe;
 mod signal;
@@ -26,6 +25,12 @@ pub(crate) fn print_report(
     use std::io::Write;
     let text = if human { to_human() } else { to_json() };
     writeln!(std::io::stdout().lock(), "{text}").context("writing the report to stdout")
+}
+
+/// One JSON object on one line. The reports are plain structs of numbers, strings and options:
+/// serde_json fails only on maps with non-string keys, which they do not have.
+pub(crate) fn json_line(report: &impl serde::Serialize) -> String {
+    serde_json::to_string(report).expect("a tool report always encodes as JSON")
 }
 
 /// Parses `args` as the command-line flags of one tool, the way the binary's subcommand would.
