@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Measurement tools shipped in the binary: `probe` (how late an interactive task wakes) and
-//! `stress` (the load it competes with). Each exposes its clap arguments, a `run` for the command
-//! line, and pure `measure*` functions the integration gate calls in-process.
+//! The measurement tools of the `pandemonium-tools` binary (src/bin/): `probe` (how late an
+//! interactive task wakes) and `stress` (the load it competes with). Each exposes its clap
+//! arguments, a `run` for the command line, and pure `measure*` functions the integration gate
+//! calls in-process.
 //!
 //! Only the `run` functions touch process-wide state (SIGINT/SIGTERM handlers, stdout); the
 //! measurement functions take an explicit stop flag instead, so the gate can use them from a test
@@ -33,7 +34,7 @@ pub(crate) fn json_line(report: &impl serde::Serialize) -> String {
     serde_json::to_string(report).expect("a tool report always encodes as JSON")
 }
 
-/// Parses `args` as the command-line flags of one tool, the way the binary's subcommand would.
+/// Parses `args` as the command-line flags of one tool, the way its subcommand would.
 #[cfg(test)]
 pub(crate) fn parse_args<A: clap::Args + clap::FromArgMatches>(
     tool: &'static str,
