@@ -65,7 +65,8 @@ def add_vm_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-retry", action="store_true",
                    help="do not boot again when the guest kernel oopses")
     p.add_argument("--no-scheduler", action="store_true",
-                   help="do not add the built scheduler binary to the guest")
+                   help="do not add the built binaries (scx_pandemonium, pandemonium-tools) "
+                        "to the guest")
     p.add_argument("--quiet", action="store_true", help="do not echo the guest console")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS",
                    help="command to run in the guest (via sh -c)")

@@ -18,8 +18,8 @@ from pandemonium_common import BINARY_NAME, binary_version
 
 # The kernel keeps 15 bytes of a command name; "scx_pandemonium" happens to fit exactly.
 COMM = BINARY_NAME[:15]
-# Processes of the binary that load no scheduler: our tools and upstream's, and the read-only
-# modes.
+# Processes of the binary that load no scheduler: upstream's tools (ours are pandemonium-tools
+# now; an older build of ours ran probe and stress here too), and the read-only modes.
 NOT_SCHEDULER_ARGS = {"probe", "stress", "stress-worker", "--monitor", "--help-stats",
                       "--help", "-h", "--version", "-V"}
 DELETED = " (deleted)"

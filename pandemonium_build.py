@@ -17,9 +17,10 @@ import pandemonium_packages as pkgs
 from pandemonium_common import (
     PROJECT_ROOT,
     PandemoniumError,
-    cargo_target_dir,
     log,
+    scheduler_binary,
     sudo_command,
+    tools_binary,
 )
 
 
@@ -81,11 +82,12 @@ def cargo(*args: str) -> None:
 
 
 def build_release() -> Path:
+    """Builds every binary target (the scheduler and pandemonium-tools); returns the scheduler."""
     cargo("build", "--release", "--locked")
-    binary = cargo_target_dir() / "release" / "scx_pandemonium"
-    if not binary.is_file():
-        raise PandemoniumError(f"cargo finished but {binary} is missing")
-    return binary
+    for binary in (scheduler_binary(), tools_binary()):
+        if not binary.is_file():
+            raise PandemoniumError(f"cargo finished but {binary} is missing")
+    return scheduler_binary()
 
 
 def test_executable(name: str) -> Path:

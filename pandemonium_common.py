@@ -15,6 +15,8 @@ from typing import NoReturn
 
 PROJECT_ROOT = Path(__file__).resolve().parent
 BINARY_NAME = "scx_pandemonium"
+# The measurement tools (probe, stress), a binary of their own that the benchmarks run in the guest.
+TOOLS_BINARY_NAME = "pandemonium-tools"
 # Where systemd looks for unit files of the local administrator and the distribution.
 SYSTEMD_UNIT_DIRS = ("/etc/systemd/system", "/usr/local/lib/systemd/system",
                      "/usr/lib/systemd/system", "/lib/systemd/system")
@@ -91,6 +93,11 @@ def cargo_target_dir() -> Path:
 
 def scheduler_binary(profile: str = "release") -> Path:
     return cargo_target_dir() / profile / BINARY_NAME
+
+
+def tools_binary(profile: str = "release") -> Path:
+    """pandemonium-tools, built by the same `cargo build` as the scheduler."""
+    return cargo_target_dir() / profile / TOOLS_BINARY_NAME
 
 
 def binary_version(binary: str | os.PathLike) -> str | None:

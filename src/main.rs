@@ -2,11 +2,10 @@
 //! scx_pandemonium: command line, preflight checks, and the load / run / restart loop.
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use libbpf_rs::PrintLevel;
 use log::{LevelFilter, error, info};
 use scx_pandemonium::adaptive::Controller;
-use scx_pandemonium::cli::{probe, stress};
 use scx_pandemonium::refused::Refused;
 use scx_pandemonium::scheduler::{Options, Scheduler};
 use scx_pandemonium::tuning::{Mode, mode_log};
@@ -89,19 +88,37 @@ struct Cli {
     refused: Refused,
 
     #[command(subcommand)]
-    tool: Option<Tool>,
+    moved: Option<Moved>,
 }
 
-/// Measurement tools for the benchmarks and the gate; they need neither root nor sched_ext.
-/// Hidden from --help: they are not part of running the scheduler.
+/// The tools' old spelling, `scx_pandemonium probe|stress ...`: they moved to their own binary.
+/// Parsed (hidden, with whatever follows) only so a script still calling them here is told where
+/// they went instead of getting clap's "unexpected argument".
 #[derive(Subcommand, Debug)]
-enum Tool {
-    /// Interactive wakeup probe: lateness of absolute-deadline sleeps, as JSON.
-    #[command(hide = true)]
-    Probe(probe::ProbeArgs),
-    /// CPU load generator: busy, pinned, long-running or duty-cycled workers.
-    #[command(hide = true)]
-    Stress(stress::StressArgs),
+enum Moved {
+    #[command(hide = true, disable_help_flag = true)]
+    Probe(MovedArgs),
+    #[command(hide = true, disable_help_flag = true)]
+    Stress(MovedArgs),
+}
+
+#[derive(Args, Debug)]
+struct MovedArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    _rest: Vec<String>,
+}
+
+impl Moved {
+    fn message(&self) -> String {
+        let tool = match self {
+            Moved::Probe(_) => "probe",
+            Moved::Stress(_) => "stress",
+        };
+        format!(
+            "`scx_pandemonium {tool}` moved to its own binary: run `pandemonium-tools {tool}` \
+             (cargo builds it beside scx_pandemonium) with the same arguments"
+        )
+    }
 }
 
 /// A usage error: systemd's unit does not retry it (RestartPreventExitStatus=2).
@@ -112,6 +129,10 @@ fn main() -> ExitCode {
     init_logging(cli.verbose);
     if let Some(msg) = cli.refused.message() {
         error!("{msg}");
+        return ExitCode::from(USAGE_ERROR);
+    }
+    if let Some(moved) = &cli.moved {
+        error!("{}", moved.message());
         return ExitCode::from(USAGE_ERROR);
     }
     match run(&cli) {
@@ -139,12 +160,6 @@ fn init_logging(verbose: bool) {
 }
 
 fn run(cli: &Cli) -> Result<()> {
-    // The tools install their own signal handling; ctrlc below would conflict.
-    match &cli.tool {
-        Some(Tool::Probe(a)) => return probe::run(a),
-        Some(Tool::Stress(a)) => return stress::run(a),
-        None => {}
-    }
     if cli.help_stats {
         return stats::help();
     }
@@ -244,11 +259,13 @@ mod tests {
     }
 
     #[test]
-    fn tools_parse_but_are_hidden_from_help() {
+    fn the_tools_old_spelling_parses_to_where_they_moved_hidden_from_help() {
         let cli = Cli::try_parse_from(["scx_pandemonium", "probe", "--duration-s", "1"]).unwrap();
-        assert!(matches!(cli.tool, Some(Tool::Probe(_))));
+        assert!(matches!(cli.moved, Some(Moved::Probe(_))));
+        let msg = cli.moved.unwrap().message();
+        assert!(msg.contains("run `pandemonium-tools probe`"), "{msg}");
         let cli = Cli::try_parse_from(["scx_pandemonium", "stress", "--workers", "2"]).unwrap();
-        assert!(matches!(cli.tool, Some(Tool::Stress(_))));
+        assert!(matches!(cli.moved, Some(Moved::Stress(_))));
         let help = Cli::command().render_long_help().to_string();
         assert!(!help.contains("probe"), "{help}");
         assert!(!help.contains("stress"), "{help}");

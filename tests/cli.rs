@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The binary's behaviour on an ordinary host (no sched_ext needed): argument errors and the
+//! The binaries' behaviour on an ordinary host (no sched_ext needed): argument errors and the
 //! refusal on a kernel without sched_ext end in a clear message and a non-zero status, no panic.
+//! scx_pandemonium is the scheduler; pandemonium-tools holds the measurement tools.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -8,6 +9,10 @@ use std::process::{Command, Output};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_scx_pandemonium"))
+}
+
+fn tools() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pandemonium-tools"))
 }
 
 fn text(o: &Output) -> String {
@@ -48,7 +53,8 @@ fn help_lists_the_options() {
     ] {
         assert!(t.contains(opt), "--help lacks {opt}:\n{t}");
     }
-    // The benchmark tools and the refused flags of other schedulers work but are not advertised.
+    // The tools' old spelling (it says where they moved) and the refused flags of other
+    // schedulers are parsed but not advertised.
     for hidden in [
         "probe",
         "stress",
@@ -60,20 +66,36 @@ fn help_lists_the_options() {
     }
 }
 
-/// Hidden from --help, the tools stay reachable: the benchmark driver and the gate call them.
+/// The tools run from their own binary: the benchmark drivers call it.
 #[test]
-fn hidden_tools_still_run() {
+fn the_tools_run_from_their_own_binary() {
     for tool in ["probe", "stress"] {
-        let o = bin().args([tool, "--help"]).output().unwrap();
+        let o = tools().args([tool, "--help"]).output().unwrap();
         assert!(o.status.success(), "{tool} --help: {}", text(&o));
         assert!(text(&o).contains("--duration-s"), "{}", text(&o));
     }
-    let o = bin()
+    let o = tools()
         .args(["probe", "--duration-s", "0.05", "--period-us", "1000"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with(r#"{"tool":"probe""#));
+}
+
+/// The scheduler binary no longer runs them: a script still calling `scx_pandemonium probe` is
+/// told where they went, with the usage-error status systemd does not retry.
+#[test]
+fn the_scheduler_binary_says_where_the_tools_moved() {
+    for tool in ["probe", "stress"] {
+        let o = bin().args([tool, "--duration-s", "1"]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(
+            text(&o).contains(&format!("run `pandemonium-tools {tool}`")),
+            "{}",
+            text(&o)
+        );
+        assert_no_panic(&o);
+    }
 }
 
 /// Flags of other scx schedulers (here scx_loader's bpfland and lavd modes) end in a message
@@ -300,7 +322,11 @@ fn an_installed_binary_does_not_mention_the_vm() {
 /// Runs the binary with `args`, which must be rejected: the given exit status (2: clap usage
 /// error, 1: a semantic check after parsing), a message containing `needle`, and no panic.
 fn assert_rejected(args: &[&str], status: i32, needle: &str) {
-    let o = bin().args(args).output().unwrap();
+    assert_rejected_by(bin(), args, status, needle);
+}
+
+fn assert_rejected_by(mut cmd: Command, args: &[&str], status: i32, needle: &str) {
+    let o = cmd.args(args).output().unwrap();
     let t = text(&o);
     assert_eq!(o.status.code(), Some(status), "{args:?}:\n{t}");
     assert!(t.contains(needle), "{args:?}: no {needle:?} in:\n{t}");
@@ -401,7 +427,7 @@ fn numeric_options_are_range_checked() {
         ),
     ];
     for (args, status, needle) in cases {
-        assert_rejected(args, *status, needle);
+        assert_rejected_by(tools(), args, *status, needle);
     }
 }
 

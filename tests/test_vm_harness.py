@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import io
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from pandemonium_common import PROJECT_ROOT
 from tools.pandemonium.vm import accel, guest_init, initramfs, qemu
 from tools.pandemonium.vm.apt_private import signature_failed_suites
 from tools.pandemonium.vm.apt_sources import (parse_deb822, parse_one_line, pick_debian_mirror,
@@ -325,6 +327,27 @@ def test_parse_add_defaults():
     assert initramfs.parse_add("/a/b:/opt/").guest == "/opt/b"
     with pytest.raises(initramfs.InitramfsError):
         initramfs.parse_add("/a/b:relative")
+
+
+def test_the_guest_gets_the_scheduler_and_the_tools_binary(tmp_path, monkeypatch):
+    from tools.pandemonium.vm.runner import _guest_files
+
+    release = tmp_path / "release"
+    release.mkdir()
+    for name in ("scx_pandemonium", "pandemonium-tools"):
+        (release / name).write_bytes(b"#!/bin/sh\n")
+    monkeypatch.setenv("CARGO_TARGET_DIR", str(tmp_path))
+    guest = [f.guest for f in _guest_files([], [], include_scheduler=True)]
+    # The bench and stress drivers call both by name, from /usr/local/bin.
+    assert guest == ["/usr/local/bin/scx_pandemonium", "/usr/local/bin/pandemonium-tools"]
+    assert _guest_files([], [], include_scheduler=False) == []
+
+
+def test_the_guest_drivers_run_the_tools_from_their_own_binary():
+    for rel in ("tools/pandemonium/bench/guest/driver.sh", "tools/pandemonium/stress/driver.sh"):
+        text = (PROJECT_ROOT / rel).read_text()
+        assert not re.search(r"scx_pandemonium (probe|stress)\b", text), rel
+        assert re.search(r"pandemonium-tools (probe|stress)\b", text), rel
 
 
 # -- guest scripts ----------------------------------------------------------------

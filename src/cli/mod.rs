@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Measurement tools shipped in the binary: `probe` (how late an interactive task wakes) and
-//! `stress` (the load it competes with). Each exposes its clap arguments, a `run` for the command
-//! line, and pure `measure*` functions the integration gate calls in-process.
+//! The measurement tools of the `pandemonium-tools` binary (src/bin/): `probe` (how late an
+//! interactive task wakes) and `stress` (the load it competes with). Each exposes its clap
+//! arguments, a `run` for the command line, and pure `measure*` functions the integration gate
+//! calls in-process.
 //!
 //! Only the `run` functions touch process-wide state (SIGINT/SIGTERM handlers, stdout); the
 //! measurement functions take an explicit stop flag instead, so the gate can use them from a test
 //! harness that owns its own signals.
 
 pub(crate) mod clock;
-mod json;
 mod prng;
 pub mod probe;
 mod signal;
@@ -28,7 +28,13 @@ pub(crate) fn print_report(
     writeln!(std::io::stdout().lock(), "{text}").context("writing the report to stdout")
 }
 
-/// Parses `args` as the command-line flags of one tool, the way the binary's subcommand would.
+/// One JSON object on one line. The reports are plain structs of numbers, strings and options:
+/// serde_json fails only on maps with non-string keys, which they do not have.
+pub(crate) fn json_line(report: &impl serde::Serialize) -> String {
+    serde_json::to_string(report).expect("a tool report always encodes as JSON")
+}
+
+/// Parses `args` as the command-line flags of one tool, the way its subcommand would.
 #[cfg(test)]
 pub(crate) fn parse_args<A: clap::Args + clap::FromArgMatches>(
     tool: &'static str,

@@ -3,10 +3,13 @@
 
 use super::config::{Pacing, ProbeConfig};
 use super::measure::Run;
-use crate::cli::json::Object;
 use crate::cli::stats::Summary;
+use serde::Serialize;
 
-#[derive(Debug, Clone, PartialEq)]
+/// Its JSON is the fields in this order, after `"tool":"probe"`; the samples are left out (the
+/// summary is what the tools compare, and a 10 s run at 1 ms would be 10 000 numbers).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "tool", rename = "probe")]
 pub struct ProbeReport {
     /// "period", "range" or "frames".
     pub mode: &'static str,
@@ -36,9 +39,14 @@ pub struct ProbeReport {
     pub miss_threshold_ns: u64,
     /// Samples later than `miss_threshold_ns`.
     pub wake_misses: u64,
+    /// `wake_misses` per sample (0 without samples).
+    pub wake_miss_ratio: f64,
     /// Deadlines whose work ended after the next deadline, plus every swallowed deadline.
     pub deadline_misses: u64,
+    /// `deadline_misses` per sample (0 without samples).
+    pub deadline_miss_ratio: f64,
     /// Every sample's lateness in ns, ascending.
+    #[serde(skip)]
     pub samples: Vec<u64>,
 }
 
@@ -46,6 +54,14 @@ impl ProbeReport {
     pub(crate) fn new(cfg: &ProbeConfig, run: Run, sorted: Vec<u64>) -> ProbeReport {
         let s = Summary::of_sorted(&sorted);
         let on_time = sorted.partition_point(|&v| v <= cfg.miss_threshold_ns);
+        let wake_misses = (sorted.len() - on_time) as u64;
+        let ratio = |n: u64| {
+            if s.count == 0 {
+                0.0
+            } else {
+                n as f64 / s.count as f64
+            }
+        };
         let mode = match (cfg.frames, cfg.pacing) {
             (true, _) => "frames",
             (false, Pacing::Period { .. }) => "period",
@@ -76,58 +92,17 @@ impl ProbeReport {
             max_ns: s.max_ns,
             mean_ns: s.mean_ns,
             miss_threshold_ns: cfg.miss_threshold_ns,
-            wake_misses: (sorted.len() - on_time) as u64,
+            wake_misses,
+            wake_miss_ratio: ratio(wake_misses),
             deadline_misses: run.deadline_misses,
+            deadline_miss_ratio: ratio(run.deadline_misses),
             samples: sorted,
         }
     }
 
-    fn ratio(&self, n: u64) -> f64 {
-        if self.count == 0 {
-            0.0
-        } else {
-            n as f64 / self.count as f64
-        }
-    }
-
-    pub fn wake_miss_ratio(&self) -> f64 {
-        self.ratio(self.wake_misses)
-    }
-
-    pub fn deadline_miss_ratio(&self) -> f64 {
-        self.ratio(self.deadline_misses)
-    }
-
-    /// One JSON object on one line; the samples themselves are left out (the summary is what
-    /// the tools compare, and a 10 s run at 1 ms would be 10 000 numbers).
+    /// One JSON object on one line.
     pub fn to_json(&self) -> String {
-        Object::new()
-            .str("tool", "probe")
-            .str("mode", self.mode)
-            .u64("interval_min_ns", self.interval_min_ns)
-            .u64("interval_max_ns", self.interval_max_ns)
-            .f64("fps", self.fps.unwrap_or(f64::NAN))
-            .u64("work_ns", self.work_ns)
-            .opt_u64("timer_slack_ns", self.timer_slack_ns)
-            .opt_str("name", self.name.as_deref())
-            .u64("seed", self.seed)
-            .u64("elapsed_ns", self.elapsed_ns)
-            .bool("interrupted", self.interrupted)
-            .u64("wakes", self.wakes)
-            .u64("count", self.count)
-            .u64("missed_periods", self.missed_periods)
-            .u64("min_ns", self.min_ns)
-            .u64("p50_ns", self.p50_ns)
-            .u64("p99_ns", self.p99_ns)
-            .u64("p999_ns", self.p999_ns)
-            .u64("max_ns", self.max_ns)
-            .u64("mean_ns", self.mean_ns)
-            .u64("miss_threshold_ns", self.miss_threshold_ns)
-            .u64("wake_misses", self.wake_misses)
-            .f64("wake_miss_ratio", self.wake_miss_ratio())
-            .u64("deadline_misses", self.deadline_misses)
-            .f64("deadline_miss_ratio", self.deadline_miss_ratio())
-            .finish()
+        crate::cli::json_line(self)
     }
 
     pub fn to_human(&self) -> String {
@@ -147,9 +122,9 @@ impl ProbeReport {
             us(self.max_ns),
             us(self.miss_threshold_ns),
             self.wake_misses,
-            100.0 * self.wake_miss_ratio(),
+            100.0 * self.wake_miss_ratio,
             self.deadline_misses,
-            100.0 * self.deadline_miss_ratio(),
+            100.0 * self.deadline_miss_ratio,
         );
         if self.interrupted {
             line.push_str(" [interrupted]");
@@ -198,7 +173,8 @@ mod tests {
     fn empty_run_has_zero_ratios_not_nan() {
         let r = report(Vec::new(), 0);
         let j = r.to_json();
-        assert!(j.contains(r#""wake_miss_ratio":0,"#), "{j}");
+        // serde_json spells a whole f64 with ".0" (the same JSON number as the old writer's "0").
+        assert!(j.contains(r#""wake_miss_ratio":0.0,"#), "{j}");
         assert!(!j.contains("NaN"));
         assert!(r.to_human().contains("0 samples"));
     }
@@ -210,6 +186,6 @@ mod tests {
         let r = ProbeReport::new(&cfg, Run::default(), Vec::new());
         assert!(r.to_json().contains(r#""mode":"frames""#));
         assert_eq!(r.fps, Some(60.0));
-        assert!(r.to_json().contains(r#""fps":60,"#));
+        assert!(r.to_json().contains(r#""fps":60.0,"#));
     }
 }

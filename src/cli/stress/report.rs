@@ -2,10 +2,12 @@
 //! What a stress run did, and its JSON and human spellings.
 
 use super::config::{Load, StressConfig};
-use crate::cli::json::{self, Object};
+use serde::Serialize;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Its JSON is the fields in this order, `index` spelled `worker`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WorkerReport {
+    #[serde(rename = "worker")]
     pub index: usize,
     /// The CPU it was pinned to, if pinned.
     pub cpu: Option<usize>,
@@ -65,38 +67,30 @@ impl StressReport {
             .unwrap_or(0)
     }
 
+    /// One JSON object on one line.
     pub fn to_json(&self) -> String {
-        let (run_ns, sleep_ns, yield_ns) = match self.load {
+        let (run_ns, sleep_ns, yield_every_ns) = match self.load {
             Load::DutyCycle { run_ns, sleep_ns } => (Some(run_ns), Some(sleep_ns), None),
             Load::Yielding { yield_every_ns } => (None, None, Some(yield_every_ns)),
             Load::LongRunner => (None, None, None),
         };
-        let per_worker = json::array(self.workers.iter().map(|w| {
-            Object::new()
-                .u64("worker", w.index as u64)
-                .opt_u64("cpu", w.cpu.map(|c| c as u64))
-                .u64("iterations", w.iterations)
-                .u64("worst_gap_ns", w.worst_gap_ns)
-                .finish()
-        }));
-        Object::new()
-            .str("tool", "stress")
-            .str("mode", self.load.name())
-            .opt_u64("yield_every_ns", yield_ns)
-            .opt_u64("run_ns", run_ns)
-            .opt_u64("sleep_ns", sleep_ns)
-            .u64("workers", self.workers.len() as u64)
-            .bool("pin", self.pin)
-            .opt_i64("nice", self.nice.map(i64::from))
-            .opt_str("name", self.name.as_deref())
-            .u64("elapsed_ns", self.elapsed_ns)
-            .bool("interrupted", self.interrupted)
-            .u64("total_iterations", self.total_iterations())
-            .u64("min_iterations", self.min_iterations())
-            .u64("max_iterations", self.max_iterations())
-            .u64("worst_gap_ns", self.worst_gap_ns())
-            .raw("per_worker", &per_worker)
-            .finish()
+        crate::cli::json_line(&Json {
+            mode: self.load.name(),
+            yield_every_ns,
+            run_ns,
+            sleep_ns,
+            workers: self.workers.len(),
+            pin: self.pin,
+            nice: self.nice,
+            name: self.name.as_deref(),
+            elapsed_ns: self.elapsed_ns,
+            interrupted: self.interrupted,
+            total_iterations: self.total_iterations(),
+            min_iterations: self.min_iterations(),
+            max_iterations: self.max_iterations(),
+            worst_gap_ns: self.worst_gap_ns(),
+            per_worker: &self.workers,
+        })
     }
 
     pub fn to_human(&self) -> String {
@@ -116,6 +110,28 @@ impl StressReport {
         }
         line
     }
+}
+
+/// The JSON spelling of a [`StressReport`]: the load's parameters spelled out and the
+/// aggregates computed, in this order after `"tool":"stress"`.
+#[derive(Serialize)]
+#[serde(tag = "tool", rename = "stress")]
+struct Json<'a> {
+    mode: &'static str,
+    yield_every_ns: Option<u64>,
+    run_ns: Option<u64>,
+    sleep_ns: Option<u64>,
+    workers: usize,
+    pin: bool,
+    nice: Option<i32>,
+    name: Option<&'a str>,
+    elapsed_ns: u64,
+    interrupted: bool,
+    total_iterations: u64,
+    min_iterations: u64,
+    max_iterations: u64,
+    worst_gap_ns: u64,
+    per_worker: &'a [WorkerReport],
 }
 
 #[cfg(test)]

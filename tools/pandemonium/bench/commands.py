@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError, cache_dir, log, scheduler_binary
+from pandemonium_common import PandemoniumError, cache_dir, log, scheduler_binary, \
+    tools_binary
 
 from . import anchors
 from . import plan as P
@@ -174,9 +175,12 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
     build.ensure_packages(vm=not native, extra=pkgs.group("bench"))
     if not args.no_build:
         build.build_release()
-    elif not scheduler_binary().is_file():
-        raise PandemoniumError(f"--no-build: {scheduler_binary()} is missing; build it first "
-                               "(./pandemonium.py build)")
+    else:
+        # The guest driver runs both: the scheduler, and the tools binary for probe and stress.
+        for built in (scheduler_binary(), tools_binary()):
+            if not built.is_file():
+                raise PandemoniumError(f"--no-build: {built} is missing; build it first "
+                                       "(./pandemonium.py build)")
     plan.external = [anchors.resolve(e) for e in plan.external]
     ensure_matplotlib()
     out = out_dir_for(spec, args)

@@ -15,7 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError, log, sched_ext_state, scheduler_binary
+from pandemonium_common import PandemoniumError, log, sched_ext_state, scheduler_binary, \
+    tools_binary
 
 from ..vm.follow import follow
 from .driver import GUEST_DIR, BenchResult, Progress, _first_line, benchlat_binary, \
@@ -64,10 +65,11 @@ def native_cores(requested: list[int] | None, online: int, command: str) -> list
 
 
 def _bin_dir(out: Path) -> Path:
-    """scx_pandemonium and benchlat on PATH, as the guest has them in /usr/local/bin."""
+    """scx_pandemonium, pandemonium-tools and benchlat on PATH, as the guest has them in
+    /usr/local/bin."""
     d = out / "bin"
     d.mkdir(parents=True, exist_ok=True)
-    for src in (scheduler_binary(), benchlat_binary()):
+    for src in (scheduler_binary(), tools_binary(), benchlat_binary()):
         link = d / src.name
         if link.is_symlink() or link.exists():
             link.unlink()

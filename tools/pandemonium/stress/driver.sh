@@ -4,7 +4,7 @@
 # usage: driver.sh DURATION_S "SCHEDULER ARGS" WORKLOAD...
 #
 # Starts scx_pandemonium once and runs each workload for DURATION_S seconds beside a progress
-# monitor (a duty-cycled `scx_pandemonium stress` worker that reports the longest time it went
+# monitor (a duty-cycled `pandemonium-tools stress` worker that reports the longest time it went
 # without the CPU). The scheduler is restarted only if it died; every stop has a deadline, so a
 # hang on exit is recorded instead of stalling the whole run. Results go to /results:
 #   cells.txt       one "cell key=value..." line per workload (parsed by results.py here)
@@ -90,7 +90,7 @@ stop_sched() {
 # T bounds any single command so that a hung workload is recorded and the run moves on.
 T=$((D + GRACE))
 bg() { timeout $T "$@" & }
-stress() { timeout $T scx_pandemonium stress --duration-s $D "$@"; }
+stress() { timeout $T pandemonium-tools stress --duration-s $D "$@"; }
 
 # until_end CMD...: repeats CMD until D seconds are up; fails on the first failure.
 until_end() {

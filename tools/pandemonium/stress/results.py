@@ -135,7 +135,7 @@ def apply_kernel_limit(cell: Cell, rt_workloads: set[str], ext_server: str | Non
 
 
 def worst_gap_ms(path: Path) -> float | None:
-    """worst_gap_ns of a `scx_pandemonium stress` JSON report, in ms; None if absent/partial."""
+    """worst_gap_ns of a `pandemonium-tools stress` JSON report, in ms; None if absent/partial."""
     try:
         data = json.loads(path.read_text())
         return data["worst_gap_ns"] / 1e6

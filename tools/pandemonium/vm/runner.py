@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from pandemonium_common import PandemoniumError, banner, cache_dir, log, scheduler_binary
+from pandemonium_common import PandemoniumError, banner, cache_dir, log, scheduler_binary, \
+    tools_binary
 
 from . import accel as accel_mod
 from . import initramfs, qemu
@@ -42,12 +43,12 @@ class VmResult:
 
 def _guest_files(add: Iterable, tools: Iterable[str], include_scheduler: bool) -> list[initramfs.GuestFile]:
     files = []
-    if include_scheduler:
-        sched = scheduler_binary()
-        if sched.is_file():
-            files.append(initramfs.GuestFile(sched, f"{initramfs.DEFAULT_GUEST_DIR}/{sched.name}"))
+    # The scheduler and the tools binary the benchmarks' guest drivers run (probe, stress).
+    for built in (scheduler_binary(), tools_binary()) if include_scheduler else ():
+        if built.is_file():
+            files.append(initramfs.GuestFile(built, f"{initramfs.DEFAULT_GUEST_DIR}/{built.name}"))
         else:
-            log.warning("scheduler binary %s not built yet; not adding it to the guest", sched)
+            log.warning("%s not built yet; not adding it to the guest", built)
     files += [initramfs.tool_file(t) for t in tools]
     for item in add:
         if isinstance(item, initramfs.GuestFile):
@@ -85,7 +86,8 @@ def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
 
     add: "HOST[:GUEST]" strings or (host, guest-or-None) pairs; files land in
     /usr/local/bin by default, ELF files bring their shared libraries. tools: host
-    programs by name (stress-ng, perf, ...). Files the command writes to /results are
+    programs by name (stress-ng, perf, ...). include_scheduler: the built scx_pandemonium and
+    pandemonium-tools in /usr/local/bin. Files the command writes to /results are
     copied to out_dir (or a run directory in the cache). echo: stream the console.
     on_line(line): called with each console line as it comes (cleaned, not the results
     dump); its true return value marks the line as progress. progress_timeout: stop the

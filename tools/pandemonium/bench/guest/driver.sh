@@ -182,7 +182,7 @@ busy() {
     done
 }
 # The project's stress workers (each yields every 10 ms unless --long-runner).
-load() { scx_pandemonium stress --duration-s 0 "$@" >> "$OUT.load" 2>&1 & LOADS="$LOADS $!"; }
+load() { pandemonium-tools stress --duration-s 0 "$@" >> "$OUT.load" 2>&1 & LOADS="$LOADS $!"; }
 storm() {
     n=$1
     while [ "$n" -gt 0 ]; do
@@ -196,7 +196,7 @@ unload() {
     LOADS=""
 }
 PERIOD_US=10000  # the probe's and cyclictest's wake period: 10 ms, as the standard tool run
-probe() { timeout -s TERM $((BENCH_D + 120)) scx_pandemonium probe --duration-s "$BENCH_D" --name bench-probe "$@"; }
+probe() { timeout -s TERM $((BENCH_D + 120)) pandemonium-tools probe --duration-s "$BENCH_D" --name bench-probe "$@"; }
 settle() { sleep 1; }  # let the load spread over the CPUs before measuring
 # probe_split ARGS: the probe, with the kernel's own sched_waking/sched_switch events for it. The
 # probe's figure is its timer's lateness plus the scheduler's delay; the events split the two:
@@ -266,7 +266,7 @@ phase_rapl() {
 }
 phase_oversub() { load --workers $((4 * N)); settle; probe; }
 phase_recovery() { load --workers $((2 * N)); storm "$N"; sleep "$BENCH_D"; unload; load --workers $((2 * N)); settle; probe; }
-phase_pinned() { scx_pandemonium stress --workers $((2 * N)) --pin --long-runner --duration-s "$BENCH_D"; }
+phase_pinned() { pandemonium-tools stress --workers $((2 * N)) --pin --long-runner --duration-s "$BENCH_D"; }
 phase_forkthread() {
     perf stat -e task-clock,context-switches,cpu-migrations,cycles,instructions,cache-misses \
         perf bench sched messaging -t -g 4 -l "$BENCH_MSG_LOOPS" 2>&1
