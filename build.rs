@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //
-// Builds the BPF half of scx_pandemonium:
-//   1. finds a clang >= 18 (build_support/clang.rs: BPF_CLANG, else the newest clang-N on PATH,
-//      else clang),
-//   2. unpacks the sched_ext BPF headers shipped in the scx_cargo crate into OUT_DIR (and mirrors
-//      them into include/scx/ for editors where .gitignore expects that:
-//      build_support/header_mirror.rs),
-//   3. picks vmlinux.h (running kernel's BTF if it knows sched_ext, else scx_cargo's copy) and
-//      patches what GNU C23 rejects into a private copy,
-//   4. compiles src/bpf/main.bpf.c as GNU C23 and generates the libbpf-rs skeleton,
-//   5. runs bindgen over src/bpf/intf.h so src/bpf_intf.rs can assert its mirror at compile time.
+// Builds the BPF half of scx_pandemonium with scx_cargo's BpfBuilder, as the scx schedulers do:
+// it compiles src/bpf/main.bpf.c into the libbpf-rs skeleton (OUT_DIR/bpf_skel.rs, types BpfSkel
+// and BpfSkelBuilder) and runs bindgen over src/bpf/intf.h (OUT_DIR/bpf_intf.rs, which
+// src/bpf_intf.rs includes). Around it, what the builder does not do:
+//   1. find a clang >= 18 (build_support/clang.rs: BPF_CLANG, else the newest clang-N on PATH,
+//      else clang) and hand it to the builder through BPF_CLANG: alone it runs plain `clang`,
+//      which on Debian and Ubuntu is often missing or too old;
+//   2. GNU C23: -std=gnu23 goes in through the builder's cflags (bindgen gets the same), but C23
+//      rejects the bool/true/false declarations of vmlinux.h, so build_support/vmlinux.rs writes
+//      a patched copy that shadows the bundled one on the include path;
+//   3. mirror the builder's headers into include/scx/ for editors where .gitignore expects them
+//      (build_support/header_mirror.rs);
+//   4. record the clang, vmlinux.h origin, commit and target for --version.
 //
 // export_scx.py copies this file and build_support/ unchanged into the scx monorepo: there the
 // scx_cargo path dependency supplies the monorepo's own headers through the same calls.
@@ -26,6 +29,8 @@ mod clang;
 mod header_mirror;
 #[path = "build_support/packages.rs"]
 mod packages;
+#[path = "build_support/vmlinux.rs"]
+mod vmlinux;
 
 const BPF_SRC: &str = "src/bpf/main.bpf.c";
 const INTF_H: &str = "src/bpf/intf.h";
@@ -43,67 +48,40 @@ fn build() -> Result<()> {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR")?);
 
     let (clang, clang_ver) = find_clang()?;
-    // scx_cargo's ClangInfo reads BPF_CLANG; build scripts are single-threaded here.
+    // The builder's ClangInfo reads BPF_CLANG; build scripts are single-threaded here.
     unsafe { env::set_var("BPF_CLANG", &clang) };
-    for var in ["BPF_CLANG", "BPF_EXTRA_CFLAGS", "PANDEMONIUM_VMLINUX_H"] {
-        println!("cargo:rerun-if-env-changed={var}");
-    }
+    println!("cargo:rerun-if-env-changed={}", vmlinux::ENV);
 
-    // BpfBuilder::new() is the crate's public way to unpack its header bundle into OUT_DIR.
-    scx_cargo::BpfBuilder::new().context("scx_cargo could not unpack its BPF headers")?;
+    // new() unpacks the builder's header bundle into OUT_DIR/scx_utils-bpf_h.
+    let mut bpf =
+        scx_cargo::BpfBuilder::new().context("scx_cargo could not unpack its BPF headers")?;
     let bundle = out_dir.join("scx_utils-bpf_h");
     let gitignore = fs::read_to_string(manifest.join(".gitignore")).ok();
     if header_mirror::wanted(gitignore.as_deref()) {
         extract_headers(&bundle, &manifest.join(header_mirror::DIR))?;
     }
 
+    let arch = scx_cargo::ClangInfo::new()?.kernel_target()?;
     let vmlinux_dir = out_dir.join("vmlinux");
-    let vmlinux_origin = prepare_vmlinux_h(&bundle, &vmlinux_dir)?;
+    let vmlinux_origin = vmlinux::prepare(&bundle.join("arch").join(arch), &vmlinux_dir)
+        .context("preparing vmlinux.h")?;
     println!("cargo:warning=vmlinux.h: {vmlinux_origin}");
 
-    let clang_info = scx_cargo::ClangInfo::new()?;
-    let mut cflags = clang_info.determine_base_cflags()?;
-    cflags.extend([
-        "-std=gnu23".to_string(),
-        format!("-I{}", vmlinux_dir.display()),
-        format!("-I{}", bundle.display()),
-        format!("-I{}/bpf-compat", bundle.display()),
-        format!("-I{}", manifest.join("src/bpf").display()),
-        format!("-D__SCX_TARGET_ARCH_{}", clang_info.kernel_target()?),
-    ]);
-    if let Ok(extra) = env::var("BPF_EXTRA_CFLAGS") {
-        cflags.extend(extra.split_whitespace().map(String::from));
-    }
-
-    // The object's stem names the skeleton types (BpfSkel, BpfSkelBuilder), as in the scx tree.
-    let obj = out_dir.join("bpf.bpf.o");
-    libbpf_cargo::SkeletonBuilder::new()
-        .source(BPF_SRC)
-        .obj(&obj)
-        .clang(&clang)
-        .clang_args(&cflags)
-        .build_and_generate(out_dir.join("bpf_skel.rs"))
+    bpf.add_include_path(vmlinux_dir.to_str().context("OUT_DIR is not UTF-8")?)
+        .add_cflag("-std=gnu23")
+        .enable_intf(INTF_H, "bpf_intf.rs")
+        .enable_skel(BPF_SRC, "bpf")
+        .build()
         .with_context(|| format!("compiling {BPF_SRC} with {clang}"))?;
 
-    bindgen::Builder::default()
-        .header(INTF_H)
-        .clang_args(["-target", "bpf", "-std=gnu23"])
-        .derive_default(true)
-        .generate()
-        .context("bindgen over src/bpf/intf.h")?
-        .write_to_file(out_dir.join("bpf_intf_gen.rs"))?;
-
-    for dep in [BPF_SRC, INTF_H, "build.rs"] {
-        println!("cargo:rerun-if-changed={dep}");
-    }
+    // The builder names src/bpf/ and the BPF_* variables; the rest of the inputs are ours.
+    println!("cargo:rerun-if-changed=build.rs");
     // Only an existing file: cargo reruns a build script on every build for a missing one.
     if gitignore.is_some() {
         println!("cargo:rerun-if-changed=.gitignore");
     }
-    for dir in ["src/bpf", "build_support"] {
-        for entry in fs::read_dir(dir)? {
-            println!("cargo:rerun-if-changed={}", entry?.path().display());
-        }
+    for entry in fs::read_dir("build_support")? {
+        println!("cargo:rerun-if-changed={}", entry?.path().display());
     }
     // --version names the commit: rerun when HEAD moves or the branch it names advances.
     if let Ok(head) = fs::read_to_string(".git/HEAD") {
@@ -173,90 +151,4 @@ fn extract_headers(bundle: &Path, dest: &Path) -> Result<()> {
         Ok(())
     }
     walk(bundle, dest).with_context(|| format!("extracting BPF headers into {}", dest.display()))
-}
-
-/// Returns where vmlinux.h came from, for the build log and `--version`.
-fn prepare_vmlinux_h(bundle: &Path, out: &Path) -> Result<String> {
-    fs::create_dir_all(out)?;
-    let (text, origin) = if let Ok(path) = env::var("PANDEMONIUM_VMLINUX_H") {
-        (
-            fs::read_to_string(&path)?,
-            format!("PANDEMONIUM_VMLINUX_H={path}"),
-        )
-    } else if let Some(text) = running_kernel_vmlinux_h() {
-        (
-            text,
-            "running kernel BTF (/sys/kernel/btf/vmlinux via bpftool)".into(),
-        )
-    } else {
-        let dir = bundle.join("arch/x86");
-        let versioned = fs::read_dir(&dir)?
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().to_string())
-            .find(|n| n.starts_with("vmlinux-"))
-            .unwrap_or_else(|| "vmlinux.h".into());
-        (
-            fs::read_to_string(dir.join("vmlinux.h"))?,
-            format!("scx_cargo bundle ({versioned}); the host kernel's BTF has no sched_ext types"),
-        )
-    };
-    fs::write(out.join("vmlinux.h"), patch_for_c23(&text))?;
-    Ok(origin)
-}
-
-/// Only a BTF that already describes sched_ext is worth dumping; bpftool is optional.
-fn running_kernel_vmlinux_h() -> Option<String> {
-    let btf = fs::read("/sys/kernel/btf/vmlinux").ok()?;
-    let needle = b"sched_ext_ops";
-    if !btf.windows(needle.len()).any(|w| w == needle) {
-        return None;
-    }
-    let out = Command::new("bpftool")
-        .args([
-            "btf",
-            "dump",
-            "file",
-            "/sys/kernel/btf/vmlinux",
-            "format",
-            "c",
-        ])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// C23 made bool/true/false keywords; vmlinux.h still declares them as a typedef and an enum.
-fn patch_for_c23(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
-        let t = line.trim();
-        if t == "typedef _Bool bool;" {
-            out.push_str("/* C23: bool is a keyword */\n");
-            continue;
-        }
-        // enum { false = 0, true = 1, };  (split over several lines by bpftool)
-        if t == "enum {" {
-            let mut block = vec![line.to_string()];
-            for next in lines.by_ref() {
-                block.push(next.to_string());
-                if next.trim_start().starts_with('}') {
-                    break;
-                }
-            }
-            let body: String = block.join("\n");
-            if body.contains("false = 0") && body.contains("true = 1") && block.len() <= 5 {
-                out.push_str("/* C23: true/false are keywords */\n");
-            } else {
-                out.push_str(&body);
-                out.push('\n');
-            }
-            continue;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
 }

@@ -7,8 +7,8 @@ What lands in SCX_DIR/scheds/rust/scx_pandemonium/:
               its scx_cargo path dependency supplying the monorepo's sched_ext headers
   Cargo.toml  rewritten: monorepo crates (scx_utils, scx_stats, scx_stats_derive, scx_cargo) as
               path dependencies when the checkout has them (or `workspace = true` when its root
-              declares them), libbpf-rs aligned with the monorepo's scx_utils and libbpf-cargo
-              with its scx_cargo, [profile.*] dropped (only the workspace root's profiles apply)
+              declares them), libbpf-rs aligned with the monorepo's scx_utils, [profile.*]
+              dropped (only the workspace root's profiles apply)
 and the crate is registered in the root Cargo.toml's [workspace] members (kept sorted if it is).
 Not exported: target/, include/scx/, .ci/, .gitignore (so build.rs leaves the monorepo's source
 tree alone: build_support/header_mirror.rs), the Python tools (tools/, *.py), Cargo.lock.
@@ -50,9 +50,9 @@ MONOREPO_CRATES = {
     "scx_cargo": "rust/scx_cargo",
 }
 # Dependencies whose version must match what a monorepo crate pins (libbpf-sys has
-# `links = "bpf"`: two versions of it cannot be linked into one workspace). Our build.rs uses
-# libbpf-cargo beside scx_cargo, so it takes scx_cargo's.
-ALIGN_WITH = {"libbpf-rs": "scx_utils", "libbpf-cargo": "scx_cargo"}
+# `links = "bpf"`: two versions of it cannot be linked into one workspace). build.rs needs only
+# scx_cargo, which brings its own libbpf-cargo.
+ALIGN_WITH = {"libbpf-rs": "scx_utils"}
 DEP_TABLES = ("dependencies", "build-dependencies", "dev-dependencies")
 
 

@@ -2,9 +2,7 @@
 //! The BPF skeleton's lifecycle: open, fill rodata and maps, load, attach, run until told to stop
 //! or until the kernel ends the scheduler, detach. Also the map I/O the daemon needs.
 
-use crate::bpf_intf::{
-    AffinityRow, CommKey, Hist, Pod, Stats, TaskClassEntry, TopoParams, TuningKnobs,
-};
+use crate::bpf_intf::{AffinityRow, CommKey, Hist, Stats, TaskClassEntry, TopoParams, TuningKnobs};
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::codel::Oscillator;
 use crate::compositor;
@@ -13,6 +11,7 @@ use crate::preflight;
 use crate::procdb::WarmDelta;
 use crate::tuning::Mode;
 use anyhow::{Context, Result};
+use bytemuck::{Pod, bytes_of};
 use libbpf_rs::libbpf_sys::bpf_object_open_opts;
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 use log::{info, warn};
@@ -235,8 +234,10 @@ impl<'obj> Scheduler<'obj> {
         let mut out = Vec::new();
         for key in map.keys() {
             if let Some(v) = map.lookup(&key, MapFlags::ANY)?
-                && let (Some(k), Some(e)) =
-                    (CommKey::from_bytes(&key), TaskClassEntry::from_bytes(&v))
+                && let (Some(k), Some(e)) = (
+                    from_bytes::<CommKey>(&key),
+                    from_bytes::<TaskClassEntry>(&v),
+                )
             {
                 out.push((k, e));
             }
@@ -249,7 +250,7 @@ impl<'obj> Scheduler<'obj> {
         let map = &self.skel.maps.procdb_warm;
         for k in &d.remove {
             // Already gone is the wanted state.
-            let _ = map.delete(k.as_bytes());
+            let _ = map.delete(bytes_of(k));
         }
         for (k, e) in &d.put {
             update(map, k, e)?;
@@ -307,26 +308,30 @@ impl<'obj> Scheduler<'obj> {
 }
 
 fn update<K: Pod, V: Pod>(map: &impl MapCore, key: &K, value: &V) -> Result<()> {
-    map.update(key.as_bytes(), value.as_bytes(), MapFlags::ANY)
+    map.update(bytes_of(key), bytes_of(value), MapFlags::ANY)
         .with_context(|| format!("updating BPF map {:?}", map.name()))
 }
 
 fn lookup<K: Pod, V: Pod>(map: &impl MapCore, key: &K) -> Result<V> {
     let bytes = map
-        .lookup(key.as_bytes(), MapFlags::ANY)?
+        .lookup(bytes_of(key), MapFlags::ANY)?
         .with_context(|| format!("BPF map {:?} has no such key", map.name()))?;
-    V::from_bytes(&bytes).with_context(|| format!("BPF map {:?}: value size mismatch", map.name()))
+    from_bytes(&bytes).with_context(|| format!("BPF map {:?}: value size mismatch", map.name()))
 }
 
 fn lookup_percpu<V: Pod>(map: &impl MapCore) -> Result<Vec<V>> {
     let per_cpu = map
-        .lookup_percpu(ZERO.as_bytes(), MapFlags::ANY)?
+        .lookup_percpu(bytes_of(&ZERO), MapFlags::ANY)?
         .with_context(|| format!("BPF map {:?} is empty", map.name()))?;
     per_cpu
         .iter()
         .map(|b| {
-            V::from_bytes(b)
-                .with_context(|| format!("BPF map {:?}: value size mismatch", map.name()))
+            from_bytes(b).with_context(|| format!("BPF map {:?}: value size mismatch", map.name()))
         })
         .collect()
+}
+
+/// A map value or key read back; `None` when the size does not match.
+fn from_bytes<V: Pod>(bytes: &[u8]) -> Option<V> {
+    bytemuck::try_pod_read_unaligned(bytes).ok()
 }

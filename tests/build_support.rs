@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The pure parts of build.rs (build_support/): choosing a clang, the system package table, and
-//! when the header mirror is written. Build scripts have no test harness of their own, so the
+//! The pure parts of build.rs (build_support/): choosing a clang, the system package table,
+//! when the header mirror is written, and the C23 patch of vmlinux.h. Build scripts have no test harness of their own, so the
 //! same files are compiled in here.
 
 #[path = "../build_support/clang.rs"]
@@ -9,6 +9,10 @@ mod clang;
 mod header_mirror;
 #[path = "../build_support/packages.rs"]
 mod packages;
+// Only patch_for_c23 is pure; prepare() reads the machine's kernel BTF.
+#[allow(dead_code)]
+#[path = "../build_support/vmlinux.rs"]
+mod vmlinux;
 
 use std::collections::HashMap;
 
@@ -257,4 +261,16 @@ fn the_header_mirror_is_written_only_where_gitignore_expects_it() {
     ] {
         assert!(!header_mirror::wanted(text), "{text:?}");
     }
+}
+
+#[test]
+fn the_c23_patch_drops_only_the_bool_declarations() {
+    let vmlinux = "typedef _Bool bool;\nenum {\n\tfalse = 0,\n\ttrue = 1,\n};\n\
+                   enum {\n\tA = 0,\n\tB = 1,\n};\nstruct s {\n\tbool b;\n};\n";
+    let out = vmlinux::patch_for_c23(vmlinux);
+    assert_eq!(
+        out,
+        "/* C23: bool is a keyword */\n/* C23: true/false are keywords */\n\
+         enum {\n\tA = 0,\n\tB = 1,\n};\nstruct s {\n\tbool b;\n};\n"
+    );
 }

@@ -178,12 +178,11 @@ def test_exported_manifest_uses_monorepo_crates(scx_with_crates):
                                                 "version": "1.2.3"}
     # libbpf-sys links "bpf": one libbpf-rs version per workspace, the one scx_utils uses
     assert got["dependencies"]["libbpf-rs"] == "=0.26.0"
-    # version.workspace resolved from [workspace.package]; libbpf-cargo as scx_cargo pins it
+    # version.workspace resolved from [workspace.package]
     ours = tomllib.loads((ROOT / "Cargo.toml").read_text())["build-dependencies"]
     assert got["build-dependencies"] == {**ours,
                                          "scx_cargo": {"path": "../../../rust/scx_cargo",
-                                                       "version": "1.2.3"},
-                                         "libbpf-cargo": "=0.26.0"}
+                                                       "version": "1.2.3"}}
 
 
 def test_workspace_dependencies_are_used(scx):

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Shared between the BPF scheduler and the Rust daemon. src/bpf_intf.rs mirrors every item here and
- * checks its mirror against bindgen's reading of this file at compile time, so a change on one side
- * that is not made on the other fails the build instead of corrupting a map.
+ * Shared between the BPF scheduler and the Rust daemon: build.rs has bindgen generate the Rust side
+ * from this file (src/bpf_intf.rs includes it), so there is nothing to keep in step by hand. The
+ * structs are plain data with no implicit padding (name any pad, as task_class_entry does): Rust
+ * copies them byte for byte in and out of maps (bytemuck::Pod).
  */
 #ifndef __PANDEMONIUM_INTF_H
 #define __PANDEMONIUM_INTF_H
@@ -141,7 +142,7 @@ struct affinity_row {
 
 /* Key and value of the task-class maps (compositor boost, procdb observations and predictions). */
 struct comm_key {
-	char comm[COMM_LEN];
+	u8 comm[COMM_LEN]; /* u8: bindgen maps char to c_char, signed on x86; comm is bytes */
 };
 
 struct task_class_entry {

@@ -2,9 +2,10 @@
 //! Reads the running scheduler's BPF maps from outside its process, by map name, the way bpftool
 //! would: what the gate asserts comes from the kernel's view, not from the scheduler's log.
 
+use bytemuck::{Pod, bytes_of, try_pod_read_unaligned};
 use libbpf_rs::query::MapInfoIter;
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
-use scx_pandemonium::bpf_intf::{AffinityRow, CommKey, Pod, Stats, TaskClassEntry, TuningKnobs};
+use scx_pandemonium::bpf_intf::{AffinityRow, CommKey, Stats, TaskClassEntry, TuningKnobs};
 use std::collections::HashMap;
 
 /// The newest map of that name (a previous instance's maps are gone once it detached).
@@ -23,9 +24,9 @@ pub fn read_profiles() -> HashMap<String, TaskClassEntry> {
         let Some(value) = map.lookup(&key, MapFlags::ANY).expect("lookup") else {
             continue;
         };
-        let (Some(k), Some(v)) = (
-            CommKey::from_bytes(&key),
-            TaskClassEntry::from_bytes(&value),
+        let (Ok(k), Ok(v)) = (
+            try_pod_read_unaligned::<CommKey>(&key),
+            try_pod_read_unaligned::<TaskClassEntry>(&value),
         ) else {
             panic!("task_profiles entry of unexpected size");
         };
@@ -39,12 +40,12 @@ pub fn read_profiles() -> HashMap<String, TaskClassEntry> {
 pub fn read_stats() -> Stats {
     let map = find_map("stats_map");
     let per_cpu = map
-        .lookup_percpu(0u32.as_bytes(), MapFlags::ANY)
+        .lookup_percpu(bytes_of(&0u32), MapFlags::ANY)
         .expect("lookup stats")
         .expect("stats_map is empty");
     let mut total = Stats::default();
     for v in per_cpu {
-        total.accumulate(&Stats::from_bytes(&v).expect("stats size"));
+        total.accumulate(&try_pod_read_unaligned(&v).expect("stats size"));
     }
     total
 }
@@ -52,10 +53,10 @@ pub fn read_stats() -> Stats {
 /// The value at `key` of the array map `name`, as `V`.
 fn lookup_one<V: Pod>(name: &str, key: u32) -> V {
     let v = find_map(name)
-        .lookup(key.as_bytes(), MapFlags::ANY)
+        .lookup(bytes_of(&key), MapFlags::ANY)
         .unwrap_or_else(|e| panic!("lookup {name}[{key}]: {e}"))
         .unwrap_or_else(|| panic!("{name}[{key}] is missing"));
-    V::from_bytes(&v).unwrap_or_else(|| panic!("{name}: value of unexpected size"))
+    try_pod_read_unaligned(&v).unwrap_or_else(|_| panic!("{name}: value of unexpected size"))
 }
 
 pub fn read_rank_row(cpu: u32) -> AffinityRow {
