@@ -17,6 +17,7 @@ pub mod layout;
 pub mod libbpf_opts;
 pub mod logger;
 pub mod preflight;
+pub mod prng;
 pub mod procdb;
 pub mod refused;
 pub mod scheduler;

@@ -4,6 +4,7 @@
 //! step predicts, exactly at rest when quiet, and never outside [floor, max].
 
 use super::*;
+use crate::prng::XorShift64;
 use crate::topology::{CODEL_EQ_MAX_NS, CODEL_EQ_MIN_NS, TAU_MAX_NS, TAU_MIN_NS, derive_params};
 
 const MS: u64 = 1_000_000;
@@ -131,14 +132,9 @@ fn quiet_oscillator_rests_exactly_at_equilibrium() {
 
 #[test]
 fn target_stays_within_floor_and_max_under_any_rescue_pattern() {
-    // xorshift64: a fixed, reproducible rescue pattern.
-    let mut state = 0x00c0_de15_u64;
-    let mut below = |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
+    // A fixed, reproducible rescue pattern.
+    let mut rng = XorShift64(0x00c0_de15);
+    let mut below = |n: u64| rng.below(n);
     for tp in cases() {
         let (floor, max) = (
             tp.codel_target_floor_ns as i64,

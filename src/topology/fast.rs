@@ -7,6 +7,7 @@ use nalgebra::{DMatrix, DVector};
 
 use super::eigen::symmetric_eigen;
 use super::spectrum::symmetrize;
+use crate::prng::XorShift64;
 
 /// Below this size a block is inverted by plain Cholesky; above it, by Schur
 /// complements so the work lands in matrix-matrix products.
@@ -79,16 +80,6 @@ fn spd_inverse(m: DMatrix<f64>) -> Option<DMatrix<f64>> {
     Some(out)
 }
 
-/// Deterministic xorshift64 so results never depend on a global RNG.
-pub(super) fn xorshift64(state: &mut u64) -> u64 {
-    let mut x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    *state = x;
-    x
-}
-
 /// Top eigenvector of a PSD matrix with the all-ones vector in its null
 /// space, by Lanczos with full reorthogonalisation on the ones-complement.
 fn lanczos_top_vector(a: &DMatrix<f64>) -> Option<DVector<f64>> {
@@ -96,9 +87,9 @@ fn lanczos_top_vector(a: &DMatrix<f64>) -> Option<DVector<f64>> {
     let dim = n - 1;
     let cap = dim.min(LANCZOS_MAX_STEPS);
 
-    let mut seed = 0x9E37_79B9_7F4A_7C15 ^ n as u64;
+    let mut rng = XorShift64(0x9E37_79B9_7F4A_7C15 ^ n as u64);
     let mut v = DVector::from_fn(n, |_, _| {
-        (xorshift64(&mut seed) >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5
     });
     v.add_scalar_mut(-v.mean());
     let norm = v.norm();

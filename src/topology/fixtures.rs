@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use nalgebra::DMatrix;
 
-use super::fast::xorshift64;
 use super::{
     CpuSize, SizeSource, SmtNumbering, SpectralRoute, SyntheticLayout, Topology, format_cpu_list,
     laplacian_from_fn,
@@ -197,25 +196,14 @@ pub(super) fn err_text(r: Result<Topology>) -> String {
 
 // Graphs
 
-pub(super) struct Rng(pub(super) u64);
-
-impl Rng {
-    pub(super) fn next(&mut self) -> u64 {
-        xorshift64(&mut self.0)
-    }
-
-    /// Uniform in (0, 1].
-    pub(super) fn unit(&mut self) -> f64 {
-        ((self.next() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-}
+pub(super) use crate::prng::XorShift64 as Rng;
 
 /// Random weighted graph: a random spanning tree (so it is connected) plus
 /// each other edge with probability `density`, weights in (0, 5].
 pub(super) fn random_graph(n: usize, density: f64, rng: &mut Rng) -> DMatrix<f64> {
     let mut w = DMatrix::<f64>::zeros(n, n);
     for v in 1..n {
-        let parent = (rng.next() % v as u64) as usize;
+        let parent = (rng.next_u64() % v as u64) as usize;
         let x = 5.0 * rng.unit();
         w[(v, parent)] = x;
         w[(parent, v)] = x;

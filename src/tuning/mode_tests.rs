@@ -68,7 +68,7 @@ fn auto_is_the_scheduler_without_a_mode() {
     let mut rng = Rng(0x5eed);
     for _ in 0..1000 {
         let k = knobs(
-            std::array::from_fn(|_| rng.next() >> rng.below(64)),
+            std::array::from_fn(|_| rng.next_u64() >> rng.below(64)),
             AffinityMode::Off,
         );
         assert_eq!(Mode::Auto.shape(k), k);

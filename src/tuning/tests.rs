@@ -54,25 +54,8 @@ fn w(out: &TickOutput, e: Expert) -> f64 {
     out.weights[e as usize]
 }
 
-/// Deterministic xorshift64*, so the randomised tests replay exactly.
-pub(super) struct Rng(pub(super) u64);
-
-impl Rng {
-    pub(super) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    pub(super) fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    pub(super) fn chance(&mut self, pct: u64) -> bool {
-        self.below(100) < pct
-    }
-}
+/// The crate's PRNG, seeded per test, so the randomised tests replay exactly.
+pub(super) use crate::prng::XorShift64 as Rng;
 
 pub(super) fn random_input(r: &mut Rng) -> TickInput {
     let mut t = TickInput::default();
@@ -97,9 +80,9 @@ pub(super) fn random_input(r: &mut Rng) -> TickInput {
     t.rescues = if r.chance(50) {
         0
     } else {
-        r.next() >> r.below(64)
+        r.next_u64() >> r.below(64)
     };
-    t.wakeups_per_s = r.next() >> r.below(64);
+    t.wakeups_per_s = r.next_u64() >> r.below(64);
     t.longrun = r.chance(20);
     t.nr_cpus = r.below(1025) as u32;
     t.tau_ns = match r.below(4) {

@@ -34,7 +34,7 @@ fn assert_metric(s: &Spectrum, what: &str) {
 fn reff_is_a_metric_on_random_graphs() {
     let mut rng = Rng(0x1234_5678_9ABC_DEF1);
     for trial in 0..12 {
-        let n = 2 + (rng.next() % 24) as usize;
+        let n = 2 + (rng.next_u64() % 24) as usize;
         let density = [0.0, 0.1, 0.5, 1.0][trial % 4];
         let l = random_graph(n, density, &mut rng);
         for route in ROUTES {
@@ -106,7 +106,7 @@ fn complete_graph_closed_forms() {
 fn trace_identities_hold() {
     let mut rng = Rng(0x0BAD_5EED_1234_4321);
     for _ in 0..8 {
-        let n = 3 + (rng.next() % 30) as usize;
+        let n = 3 + (rng.next_u64() % 30) as usize;
         let l = random_graph(n, 0.3, &mut rng);
         let eig = SymmetricEigen::new(l.clone());
         let lmax = eig.eigenvalues.max();
