@@ -134,8 +134,8 @@ pub fn check(sys: &System) -> Result<(), Refusal> {
 mod tests {
     use super::*;
 
-    fn fake(state: Option<&str>, ops: Option<&str>, euid: u32) -> (tempdir::Dir, System) {
-        let dir = tempdir::Dir::new();
+    fn fake(state: Option<&str>, ops: Option<&str>, euid: u32) -> (tempfile::TempDir, System) {
+        let dir = tempfile::tempdir().unwrap();
         if let Some(s) = state {
             let d = dir.path().join("kernel/sched_ext/root");
             fs::create_dir_all(&d).unwrap();
@@ -151,32 +151,6 @@ mod tests {
             checkout: None,
         };
         (dir, sys)
-    }
-
-    /// Minimal self-cleaning temp dir so the crate needs no dev-dependency for it.
-    mod tempdir {
-        pub struct Dir(std::path::PathBuf);
-        impl Dir {
-            pub fn new() -> Dir {
-                use std::sync::atomic::{AtomicU32, Ordering};
-                static N: AtomicU32 = AtomicU32::new(0);
-                let p = std::env::temp_dir().join(format!(
-                    "pandemonium-preflight-{}-{}",
-                    std::process::id(),
-                    N.fetch_add(1, Ordering::Relaxed)
-                ));
-                std::fs::create_dir_all(&p).unwrap();
-                Dir(p)
-            }
-            pub fn path(&self) -> &std::path::Path {
-                &self.0
-            }
-        }
-        impl Drop for Dir {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
     }
 
     #[test]

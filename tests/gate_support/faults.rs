@@ -367,14 +367,15 @@ pub fn layer_procdb_faults() {
     eprintln!("gate procdb_faults: full disk: save failed, old file intact, no temp left");
 
     // A symlink planted at the database's path while root runs: neither followed nor replaced.
-    let victim = std::env::temp_dir().join("pdb-victim");
-    fs::write(&victim, b"somebody else's file").unwrap();
+    let victim_file = tempfile::NamedTempFile::new().unwrap();
+    let victim = victim_file.path();
+    fs::write(victim, b"somebody else's file").unwrap();
     let out = run_learning("link", || {
         fs::remove_file(&path).unwrap();
-        symlink(&victim, &path).unwrap();
+        symlink(victim, &path).unwrap();
     });
     assert!(out.contains("symlink"), "no symlink refusal:\n{out}");
-    assert_eq!(fs::read(&victim).unwrap(), b"somebody else's file");
+    assert_eq!(fs::read(victim).unwrap(), b"somebody else's file");
     assert!(
         fs::symlink_metadata(&path)
             .unwrap()

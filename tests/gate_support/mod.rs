@@ -72,14 +72,19 @@ pub fn gate_args() -> Vec<String> {
 /// A running scx_pandemonium whose output goes to a log file, printed when the handle is dropped.
 pub struct SchedulerProc {
     child: Child,
-    log: PathBuf,
+    /// Removed when the handle drops, after its output is printed.
+    log: tempfile::NamedTempFile,
     reaped: Option<ExitStatus>,
 }
 
 impl SchedulerProc {
     pub fn start(extra: &[&str]) -> SchedulerProc {
-        let log = std::env::temp_dir().join(format!("pandemonium-gate-{}.log", std::process::id()));
-        let out = fs::File::create(&log).expect("creating the scheduler log");
+        let log = tempfile::Builder::new()
+            .prefix("pandemonium-gate-")
+            .suffix(".log")
+            .tempfile()
+            .expect("creating the scheduler log");
+        let out = log.reopen().expect("opening the scheduler log");
         let err = out.try_clone().unwrap();
         let bin = scheduler_binary();
         let mut cmd = Command::new(&bin);
@@ -103,7 +108,7 @@ impl SchedulerProc {
     }
 
     pub fn output(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
+        fs::read_to_string(self.log.path()).unwrap_or_default()
     }
 
     /// Waits until the kernel reports our scheduler enabled; panics with its output otherwise.
@@ -217,7 +222,6 @@ impl Drop for SchedulerProc {
             }
         }
         eprintln!("---- scheduler output ----\n{}---- end ----", self.output());
-        let _ = fs::remove_file(&self.log);
     }
 }
 
