@@ -4,9 +4,8 @@
 //! topology model.
 
 use crate::bpf_intf::{AffinityRow, MAX_NODES, TopoParams};
-use crate::topology::{Topology, TopologyModel};
+use crate::topology::{TopologyModel, TopologySource};
 use anyhow::{Result, bail};
-use std::path::Path;
 
 pub struct Layout {
     pub nr_cpu_ids: u32,
@@ -32,8 +31,8 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn detect(sysfs: &Path) -> Result<Layout> {
-        Self::from_model(TopologyModel::new(Topology::detect_from(sysfs)?))
+    pub fn detect(source: &dyn TopologySource) -> Result<Layout> {
+        Self::from_model(TopologyModel::new(source.topology()?))
     }
 
     pub fn from_model(model: TopologyModel) -> Result<Layout> {

@@ -9,6 +9,7 @@ use crate::compositor;
 use crate::layout::Layout;
 use crate::preflight;
 use crate::procdb::WarmDelta;
+use crate::topology::Live;
 use crate::tuning::Mode;
 use anyhow::{Context, Result};
 use bytemuck::{Pod, bytes_of};
@@ -20,7 +21,6 @@ use scx_utils::{
     uei_report,
 };
 use std::mem::MaybeUninit;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -48,7 +48,7 @@ impl<'obj> Scheduler<'obj> {
     /// Opens, configures, loads and attaches the BPF scheduler. Loading a large program under
     /// software emulation can take a minute or more; nothing here times out.
     pub fn init(open_object: &'obj mut MaybeUninit<OpenObject>, opts: &Options) -> Result<Self> {
-        let layout = Layout::detect(Path::new("/sys")).context("detecting the CPU topology")?;
+        let layout = Layout::detect(&Live).context("detecting the CPU topology")?;
         for w in &layout.warnings {
             warn!("topology: {w}");
         }

@@ -14,6 +14,7 @@ use gate_support::workload::{self, Mix};
 use gate_support::*;
 use scx_pandemonium::bpf_intf::Tier;
 use scx_pandemonium::layout::Layout;
+use scx_pandemonium::topology::SysfsTree;
 use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
@@ -227,10 +228,12 @@ fn classify() {
     layer_classify();
 }
 
-/// The rank map and tau BPF runs with are what the guest's sysfs implies.
+/// The rank map and tau BPF runs with are what the guest's sysfs implies: the daemon reads it
+/// through scx_utils, this expectation through the sysfs reader.
 fn layer_topology() {
     require_gate_environment();
-    let expect = Layout::detect(std::path::Path::new("/sys")).expect("detecting the topology");
+    let sysfs = SysfsTree(std::path::Path::new("/sys"));
+    let expect = Layout::detect(&sysfs).expect("detecting the topology");
     let mut sched = SchedulerProc::start(&["-v"]);
     sched.wait_attached();
 

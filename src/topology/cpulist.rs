@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The kernel's cpulist syntax (`0-3,5,7-9`), parsed strictly and formatted
 //! back.
+//!
+//! Not scx_utils' `read_cpulist`: it refuses the empty list a memory-only NUMA
+//! node prints, reads a reversed range as empty, and bounds no range, so a
+//! corrupt `0-4294967295` would allocate gigabytes; its `Cpumask` is only as
+//! wide as this host's CPU ids, too narrow for the synthetic machines. The live
+//! reader takes the online CPUs from scx_utils as a `Cpumask`; this parser
+//! serves the sysfs reader and the few files scx_utils does not read.
 
 use anyhow::{Context, Result, ensure};
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! CPU topology -> the numbers the BPF scheduler consumes.
 //!
-//! Pipeline: sysfs ([`Topology::detect_from`]) -> weighted graph over the
+//! Pipeline: a [`TopologySource`] ([`Live`] through scx_utils, or a sysfs
+//! tree, [`SysfsTree`]) -> weighted graph over the
 //! online CPUs ([`Topology::laplacian`]) -> Laplacian pseudoinverse and Fiedler
 //! value ([`Spectrum`]) -> effective-resistance affinity ranks, the topology
 //! time constant tau and the CoDel equilibrium ([`TopologyModel`]) -> every
@@ -10,8 +11,12 @@
 //! # Files
 //! - `cpulist`: the kernel's cpulist syntax, both ways.
 //! - `capacity`: hybrid CPUs, big and little, from `cpu_capacity` or Intel's core types.
+//! - `source`: [`TopologySource`], the two readers' interface, and [`SysfsTree`].
+//! - `live`: [`Live`], the running machine as `scx_utils::Topology` reads it.
 //! - `probe`: raw per-CPU sysfs facts; garbage in a file is an error here.
 //! - `sysfs`: [`Topology::detect_from`]: fallbacks, warnings, grouping.
+//! - `shared`: what both readers decide alike: possible CPUs, sizes, fallback lines.
+//! - `union_find`: grouping CPUs by what they share.
 //! - `synthetic`: [`Topology::synthetic`] for what-if tables, benches, tests.
 //! - `graph`: edge weights and the Laplacian.
 //! - `spectrum`, `eigen`, `fast`: L+ and lambda_2 by the two routes.
@@ -19,6 +24,8 @@
 //! - `model`: [`TopologyModel`], the affinity ranks and the startup log.
 //!
 //! # Detection fallbacks
+//! Both readers apply these (the `shared` module holds the common steps; [`Live`]
+//! hands a tree scx_utils refuses to the sysfs reader whole).
 //! Real sysfs trees are often incomplete (containers, VMs, odd arches), so a
 //! missing file degrades to a documented guess and a line in
 //! [`Topology::warnings`]; a file that exists but holds garbage is an error
@@ -99,18 +106,25 @@ mod cpulist;
 mod eigen;
 mod fast;
 mod graph;
+mod live;
 mod model;
 mod params;
 mod probe;
+mod shared;
+mod source;
 mod spectrum;
 mod synthetic;
 mod sysfs;
+mod union_find;
 
 #[cfg(test)]
 mod fixtures;
 #[cfg(test)]
 #[path = "tests/fuzz.rs"]
 mod fuzz;
+#[cfg(test)]
+#[path = "tests/live.rs"]
+mod live_tests;
 #[cfg(test)]
 #[path = "tests/sizes.rs"]
 mod sizes_tests;
@@ -119,19 +133,20 @@ pub use capacity::{CpuSize, CpuSizes, SAME_TIER_FRAC, SizeSource};
 pub use cpulist::{CPU_LIST_ID_LIMIT, format_cpu_list, parse_cpu_list};
 pub use eigen::PINV_REL_TOL;
 pub use graph::{W_CROSS_LLC, W_CROSS_PACKAGE, W_SAME_LLC, W_SHARED_L2, laplacian_from_fn};
+pub use live::Live;
 pub use model::{RANK_TIE_REL_TOL, TopologyModel};
 pub use params::{
     CODEL_EQ_MAX_NS, CODEL_EQ_MIN_NS, TAU_MAX_NS, TAU_MIN_NS, TAU_SCALE_NS, TauParams,
     codel_equilibrium_ns, derive_params, tau_ns_from_lambda2,
 };
+pub use source::{SysfsTree, TopologySource};
 pub use spectrum::{AUTO_EIGEN_MAX_N, SpectralRoute, Spectrum};
 pub use synthetic::{SmtNumbering, SyntheticLayout};
-pub use sysfs::DEFAULT_SYSFS_ROOT;
 
 /// The machine's CPU layout, restricted to online CPUs but indexed by real
 /// CPU ids (offline holes stay holes).
 ///
-/// Invariants (guaranteed by [`Topology::detect_from`] and
+/// Invariants (guaranteed by both [`TopologySource`]s and
 /// [`Topology::synthetic`]; a hand-built value must keep them): `online` is
 /// sorted, non-empty and a subset of `possible`; every id is below
 /// `nr_cpu_ids` <= [`MAX_CPUS`](crate::bpf_intf::MAX_CPUS); the group

@@ -7,6 +7,7 @@
 use super::{CPU_LIST_ID_LIMIT, format_cpu_list, parse_cpu_list};
 use crate::fuzz;
 use crate::layout::Layout;
+use crate::topology::SysfsTree;
 use proptest::prelude::*;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -145,7 +146,7 @@ fn any_sysfs_tree_gives_a_layout_or_an_error() {
     fuzz::run("sysfs topology", tree(), |t| {
         let dir = tempfile::tempdir().unwrap();
         write_tree(dir.path(), &t);
-        if let Ok(layout) = Layout::detect(dir.path()) {
+        if let Ok(layout) = Layout::detect(&SysfsTree(dir.path())) {
             built.fetch_add(1, Ordering::Relaxed);
             prop_assert!(!layout.online.is_empty());
             prop_assert!(layout.online.iter().all(|&c| c < layout.nr_cpu_ids));

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::bpf_intf::{CPU_SIZE_BIG, CPU_SIZE_LITTLE};
 use crate::layout::Layout;
+use crate::topology::SysfsTree;
 use crate::topology::TopologyModel;
 use crate::topology::fixtures::*;
 
@@ -97,12 +98,15 @@ fn garbage_in_cpu_capacity_or_a_core_list_is_an_error() {
 fn the_layout_hands_bpf_each_cpus_size_and_offline_ones_are_big() {
     let fx = write_sysfs(&hybrid_8c(capacities));
     fx.put("devices/system/cpu/online", "0-2,4-6\n");
-    let l = Layout::detect(fx.root()).unwrap();
+    let l = Layout::detect(&SysfsTree(fx.root())).unwrap();
     assert!(l.hybrid);
     let (b, s) = (CPU_SIZE_BIG, CPU_SIZE_LITTLE);
     assert_eq!(l.cpu_size, [b, b, b, b, s, s, s, b]);
 
-    let l = Layout::detect(write_sysfs(&synth(layout(1, 1, 8, 1, 1, 1))).root()).unwrap();
+    let l = Layout::detect(&SysfsTree(
+        write_sysfs(&synth(layout(1, 1, 8, 1, 1, 1))).root(),
+    ))
+    .unwrap();
     assert!(!l.hybrid);
     assert!(l.cpu_size.iter().all(|&x| x == CPU_SIZE_BIG));
 }

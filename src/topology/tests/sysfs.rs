@@ -4,10 +4,9 @@
 
 use std::path::Path;
 
-use super::*;
-use crate::bpf_intf::{AFFINITY_SENTINEL, MAX_AFFINITY_CANDIDATES};
-use crate::topology::TopologyModel;
+use crate::bpf_intf::{AFFINITY_SENTINEL, MAX_AFFINITY_CANDIDATES, MAX_CPUS};
 use crate::topology::fixtures::*;
+use crate::topology::{SysfsTree, TopologyModel, TopologySource};
 
 #[test]
 fn detection_round_trips_every_fixture() {
@@ -281,7 +280,7 @@ fn node_list_garbage_and_duplicates_are_errors() {
 fn real_sysfs_detects_if_present() {
     // Whatever this machine is, detection must not fail or panic on it.
     if Path::new("/sys/devices/system/cpu/online").exists() {
-        let t = Topology::detect().unwrap();
+        let t = SysfsTree(Path::new("/sys")).topology().unwrap();
         assert!(!t.online.is_empty());
         let m = TopologyModel::new(t);
         println!("{m}");
