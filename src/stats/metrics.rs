@@ -61,7 +61,7 @@ pub struct PandemoniumMetrics {
     )]
     pub nr_preempt: u64,
     #[stat(
-        desc = "times the previous task kept its CPU because nothing else was queued",
+        desc = "times the previous task kept its CPU: nothing else queued, or only BATCH work",
         _counter
     )]
     pub nr_keep_running: u64,
