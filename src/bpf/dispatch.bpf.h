@@ -120,12 +120,12 @@ static __always_inline bool drain_offline(void)
 
 /*
  * @prev is not BATCH and ran out of slice, and nothing but BATCH work waits here or for a steal
- * (the starvation cap above has had its turn): it keeps the CPU with a new slice. The kernel asks dispatch()
- * before it requeues @prev, so without this a busy loop took the CPU and @prev waited in the
- * overflow for the next tick or longer (ftrace, a 10 ms probe beside busy loops: 14-34 of 400
- * bursts cut so, off the CPU 4-60 ms, while every wakeup got a CPU within 0.6 ms). EEVDF lets a
- * sleeper's lag finish its burst the same way. A hog that is not BATCH yet turns BATCH within a
- * few slices (classify()).
+ * (the starvation cap above has had its turn): it keeps the CPU with a new slice. The kernel asks
+ * dispatch() before it requeues @prev, so without this a busy loop took the CPU and @prev waited
+ * in the overflow for the next tick or longer (ftrace, a 10 ms probe beside busy loops: 12-37 of
+ * 400 bursts cut so, off the CPU 4-60 ms, while every wakeup got a CPU within 0.6 ms; 1-3 with
+ * this, back within 0.5 ms). EEVDF lets a sleeper's lag finish its burst the same way. A hog that
+ * is not BATCH yet turns BATCH within a few slices (classify()).
  */
 static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 node,
 				      struct tuning_knobs *k, struct topo_params *tp)
