@@ -445,6 +445,7 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p), victim;
 	u32 node = cpu_node(cpu);
 	u64 since, thresh, now = bpf_ktime_get_ns();
+	bool ran_thresh;
 
 	if (cpu == 0 && tp) {
 		update_longrun(tp, now);
@@ -462,7 +463,8 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	/* Thin topologies protect BATCH runners longer during longrun, or they would thrash. */
 	if (longrun_mode)
 		thresh <<= tp->longrun_preempt_shift;
-	if (tctx->last_run_at && now - tctx->last_run_at >= thresh && pcpu_head_interactive(cpu)) {
+	ran_thresh = tctx->last_run_at && now - tctx->last_run_at >= thresh;
+	if (ran_thresh && pcpu_head_interactive(cpu)) {
 		p->scx.slice = 0;
 		cpu_ctx(cpu)->owe_local = 1;
 		STAT_INC(nr_preempt);
@@ -474,7 +476,7 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	 * CPU yields and dispatch step 1 steals them. A BATCH head there may be pinned and is no
 	 * reason to yield.
 	 */
-	if (tctx->last_run_at && now - tctx->last_run_at >= thresh &&
+	if (ran_thresh &&
 	    (victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, thresh,
 				tp)) >= 0 && pcpu_head_interactive(victim)) {
 		p->scx.slice = 0;

@@ -210,8 +210,8 @@ def _telemetry(text: str, rec: Record) -> None:
 
 
 PARSERS = {
-    "throughput": _throughput, "floor": _probe, "latency": _probe, "burst": _probe, "longrun": _probe,
-    "mixed": _probe, "deadline": _deadline, "ipc": _benchlat, "launch": _benchlat,
+    "throughput": _throughput, "floor": _probe, "latency": _probe, "burst": _probe,
+    "longrun": _probe, "mixed": _probe, "deadline": _deadline, "ipc": _benchlat, "launch": _benchlat,
     "messaging": _messaging, "cyclictest": _cyclictest, "hackbench": _hackbench,
     "oversub": _probe, "recovery": _probe,
     "pinned": _stress_gap, "forkthread": _messaging, "bpfstats": _bpfstats, "rapl": _rapl,

@@ -65,8 +65,8 @@ PHASES: dict[str, Phase] = {p.name: p for p in [
     Phase("bpfstats", "perf messaging wall time", "s", 5.0, timed=False),
 ]}
 ATTACH_EST_S = 10.0  # BPF load + attach in the guest: 1 s under tcg-multi, more under load
-SCALE_PHASES = ["throughput", "floor", "latency", "burst", "longrun", "mixed", "deadline", "ipc", "launch",
-                "messaging", "cyclictest", "hackbench"]
+SCALE_PHASES = ["throughput", "floor", "latency", "burst", "longrun", "mixed", "deadline", "ipc",
+                "launch", "messaging", "cyclictest", "hackbench"]
 
 
 @dataclass

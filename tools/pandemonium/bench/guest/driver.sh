@@ -221,7 +221,9 @@ probe_split() {
     awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+[.][0-9]+:$/) t = substr($i, 1, length($i) - 1) }
          / sched_waking: comm=bench-probe / { w = t; next }
          / sched_switch: .*next_comm=bench-probe / { if (w != "") printf "%d\n", (t - w) * 1e6; w = "" }' \
-        $T/trace | sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "wake-to-run n=%d p50_us=%d p99_us=%d max_us=%d\n", NR, v[int(NR * 0.5) + 1], v[int(NR * 0.99) + 1 > NR ? NR : int(NR * 0.99) + 1], v[NR] }'
+        $T/trace | sort -n | awk '{ v[NR] = $1 } END { if (!NR) exit; i = int(NR * 0.99) + 1
+            if (i > NR) i = NR
+            printf "wake-to-run n=%d p50_us=%d p99_us=%d max_us=%d\n", NR, v[int(NR / 2) + 1], v[i], v[NR] }'
     echo > $T/trace
     return $rc
 }
