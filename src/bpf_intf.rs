@@ -192,6 +192,7 @@ topo_params_fields!(
     longrun_preempt_shift,
     damping_shift,
     spring_shift,
+    wake_wide_factor,
 );
 
 // Stats::accumulate views the counters as u64 words; bindgen cannot say a struct is all u64s.
@@ -236,7 +237,7 @@ mod tests {
             ..Default::default()
         };
         let f = p.fields();
-        assert_eq!(f.len(), 15);
+        assert_eq!(f.len(), 16);
         assert_eq!(f[0].0, "sojourn_interval_ns");
         assert!(f.contains(&("codel_eq_ns", 6)) && f.contains(&("damping_shift", 14)));
         assert_eq!(f.iter().filter(|(_, v)| *v != 0).count(), 2);

@@ -100,6 +100,7 @@ struct topo_params {
 	u32 longrun_preempt_shift;
 	u32 damping_shift;
 	u32 spring_shift;
+	u32 wake_wide_factor; /* CPUs of the largest LLC: the kernel's wake_wide() factor */
 };
 
 /* Per-CPU counters (per-CPU array map, one entry); Rust sums across CPUs and diffs per second. */

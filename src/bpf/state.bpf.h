@@ -73,9 +73,12 @@ struct task_ctx {
 	u64 awake_runtime; /* run time since the last wakeup: one burst */
 	u64 avg_runtime;   /* EWMA of burst length */
 	u64 runtime_dev;   /* EWMA of |burst - avg| */
+	u64 flips_decay_at; /* when wakee_flips was last halved */
 	u32 wake_freq;     /* EWMA, Hz */
 	u32 csw_rate;      /* EWMA, Hz */
 	u32 samples;       /* bursts recorded; below MATURE_SAMPLES the task is immature */
+	u32 last_wakee;    /* pid this task woke last */
+	u32 wakee_flips;   /* how often it woke a different task than the last, halved each second */
 	s32 last_cpu;
 	u8 tier;
 	u8 flags;          /* enum task_flags */

@@ -55,6 +55,7 @@ impl TopologyModel {
         let codel_eq_ns = codel_equilibrium_ns(spectrum.mean_reff(), spectrum.two_m(), tau_ns);
         let mut params = derive_params(tau_ns, topology.nr_cpus(), topology.nr_cpu_ids);
         params.bpf.codel_eq_ns = codel_eq_ns;
+        params.bpf.wake_wide_factor = largest_llc(&topology);
         let mut position = vec![usize::MAX; topology.nr_cpu_ids as usize];
         for (pos, &cpu) in topology.online.iter().enumerate() {
             position[cpu as usize] = pos;
@@ -94,6 +95,13 @@ impl TopologyModel {
         let pb = *self.position.get(b as usize)?;
         (pa != usize::MAX && pb != usize::MAX).then(|| self.spectrum.reff(pa, pb))
     }
+}
+
+/// Online CPUs of the largest LLC (at least 1): how many distinct wakees make a waker "wide".
+fn largest_llc(topo: &Topology) -> u32 {
+    let online = |g: &Vec<u32>| g.iter().filter(|c| topo.online.contains(c)).count();
+    let largest = topo.l3_groups.iter().map(online).max().unwrap_or(0);
+    u32::try_from(largest).unwrap_or(u32::MAX).max(1)
 }
 
 /// Per online CPU: the other online CPUs by ascending R_eff. Ties (within

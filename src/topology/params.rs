@@ -237,6 +237,8 @@ pub fn derive_params(tau_ns: u64, nr_cpus: u32, nr_cpu_ids: u32) -> TauParams {
             0
         },
         damping_shift,
+        // The whole machine until the model counts its largest LLC.
+        wake_wide_factor: nr_cpus.max(1),
         // Critical damping of x += v; v -= v >> D; v -= x >> S: the decay
         // 2*gamma ~ 2^-D with gamma = omega0 gives omega0^2 ~ 2^-(2D+2).
         spring_shift: 2 * damping_shift + 2,

@@ -89,6 +89,22 @@ fn zen_same_l3_precedes_other_l3() {
 }
 
 #[test]
+fn wake_wide_factor_is_the_largest_llc() {
+    // Two LLCs of 3 cores x 2 threads: 6, not the machine's 12.
+    let mut t = synth(SyntheticLayout::simple(2, 3, 2));
+    assert_eq!(TopologyModel::new(t.clone()).params.bpf.wake_wide_factor, 6);
+    // Offline CPUs do not count: one LLC down to 2 online, the other still 6.
+    let first = t.l3_groups[0].clone();
+    t.online.retain(|c| !first[2..].contains(c));
+    assert_eq!(TopologyModel::new(t.clone()).params.bpf.wake_wide_factor, 6);
+    let second = t.l3_groups[1].clone();
+    t.online.retain(|c| !second[1..].contains(c));
+    assert_eq!(TopologyModel::new(t).params.bpf.wake_wide_factor, 2);
+    let one = TopologyModel::new(synth(SyntheticLayout::simple(1, 1, 1)));
+    assert_eq!(one.params.bpf.wake_wide_factor, 1);
+}
+
+#[test]
 fn same_socket_precedes_other_socket() {
     for layout in [layout(2, 1, 8, 2, 1, 1), layout(2, 4, 8, 2, 1, 1)] {
         let m = TopologyModel::new(synth(layout));
