@@ -76,7 +76,10 @@ class Sizes:
     guest; the others are sample counts chosen so one scheduler run stays near a minute."""
     phase_s: int = 4
     ops: int = 2400
-    pipe_count: int = 3000  # pipe round trips
+    # Pipe round trips. 3000 took 0.24 s in the VM: its P99 (30 samples) was whether one host
+    # stall of a vCPU thread fell into that quarter second, and one scheduler's three runs
+    # spread 142-445 us. 20000 (1.5-2 s) puts 200 samples at the P99 and covers a daemon tick.
+    pipe_count: int = 20000
     # fork+exec+reap of /bin/true beside busy loops, ~10-40 ms each in TCG. 200, not 60: the P99 of
     # 60 samples is their maximum, and one TCG stall decided the phase for any scheduler.
     launch_count: int = 200
