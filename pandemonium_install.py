@@ -5,6 +5,7 @@ root, target dir) so the tests can run them against temporary trees without root
 
 Installed files (PREFIX defaults to /usr/local, SYSCONFDIR to /etc):
     PREFIX/bin/scx_pandemonium                     0755
+    PREFIX/bin/pandemonium-tools                   0755  (the probe and stress tools)
     PREFIX/lib/systemd/system/pandemonium.service  0644  (ExecStart= follows PREFIX)
     SYSCONFDIR/default/pandemonium                 0644  (never overwritten once it exists)
 all below DESTDIR when one is given (packagers: no root needed, systemd left alone).
@@ -27,6 +28,7 @@ from pandemonium_common import (
     BINARY_NAME,
     PROJECT_ROOT,
     SYSTEMD_UNIT_DIRS,
+    TOOLS_BINARY_NAME,
     PandemoniumError,
     binary_version,
     cargo_target_dir,
@@ -34,6 +36,7 @@ from pandemonium_common import (
     sched_ext_state,
     scheduler_binary,
     sudo_command,
+    tools_binary,
 )
 
 UNIT_NAME = "pandemonium.service"
@@ -77,6 +80,10 @@ class Layout:
     @property
     def binary(self) -> str:
         return os.path.join(self.prefix, "bin", BINARY_NAME)
+
+    @property
+    def tools(self) -> str:
+        return os.path.join(self.prefix, "bin", TOOLS_BINARY_NAME)
 
     @property
     def unit(self) -> str:
@@ -202,23 +209,31 @@ class Action:
         return f"{self.what:9} {self.path}"
 
 
-def install_files(layout: Layout, binary: Path, *, euid: int | None = None,
-                  manage_systemd: bool | None = None,
+def install_files(layout: Layout, binary: Path, *, tools: Path | None = None,
+                  euid: int | None = None, manage_systemd: bool | None = None,
                   system_root: str | None = None) -> list[Action]:
-    """Copies the binary, the unit and (when absent) the environment file. Idempotent.
-    Installing into the running system (or with `system_root`, a fake one's root) also reports
-    other scx_pandemonium binaries and which one each unit starts."""
+    """Copies the scheduler binary, the tools binary (`tools`, pandemonium-tools, when given),
+    the unit and (when absent) the environment file. Idempotent. Installing into the running
+    system (or with `system_root`, a fake one's root) also reports other scx_pandemonium
+    binaries and which one each unit starts."""
     _need_root(layout, "install", euid)
     binary = Path(binary)
     if not binary.is_file():
         raise PandemoniumError(f"no scheduler binary at {binary}: build it first "
                                "(./pandemonium.py build) or name one with --binary")
-    actions = [
-        Action(layout.staged(layout.binary),
-               _write_file(layout.staged(layout.binary), binary.read_bytes(), 0o755)),
-        Action(layout.staged(layout.unit),
-               _write_file(layout.staged(layout.unit), render_unit(layout).encode(), 0o644)),
-    ]
+    if tools is not None and not Path(tools).is_file():
+        # Nothing is written yet: a package must not come out with the scheduler alone.
+        raise PandemoniumError(f"no {TOOLS_BINARY_NAME} binary at {tools}: build it first "
+                               "(./pandemonium.py build; cargo builds it with the scheduler)")
+    actions = [Action(layout.staged(layout.binary),
+                      _write_file(layout.staged(layout.binary), binary.read_bytes(), 0o755))]
+    if tools is not None:
+        actions.append(Action(layout.staged(layout.tools),
+                              _write_file(layout.staged(layout.tools), Path(tools).read_bytes(),
+                                          0o755)))
+    actions.append(Action(layout.staged(layout.unit),
+                          _write_file(layout.staged(layout.unit), render_unit(layout).encode(),
+                                      0o644)))
     env_file = layout.staged(layout.env_file)
     if env_file.exists():
         # A configuration file: the administrator may have edited it, so it is never replaced.
@@ -258,8 +273,9 @@ def _report_coexistence(layout: Layout, root: str) -> None:
 
 def uninstall_files(layout: Layout, *, purge: bool = False, euid: int | None = None,
                     manage_systemd: bool | None = None) -> list[Action]:
-    """Stops/disables the service (live system), removes what install_files put there. The
-    environment file is removed only if unmodified, or with purge. Idempotent."""
+    """Stops/disables the service (live system), removes what install_files put there (the
+    tools binary too, if there). The environment file is removed only if unmodified, or with
+    purge. Idempotent."""
     _need_root(layout, "uninstall", euid)
     if manage_systemd is None:
         manage_systemd = layout.live
@@ -267,8 +283,8 @@ def uninstall_files(layout: Layout, *, purge: bool = False, euid: int | None = N
         _systemctl("disable", "--now", UNIT_NAME)
 
     actions = []
-    for path in (layout.staged(layout.binary), layout.staged(layout.unit)):
-        actions.append(_remove(path))
+    for path in (layout.binary, layout.tools, layout.unit):
+        actions.append(_remove(layout.staged(path)))
     env_file = layout.staged(layout.env_file)
     if env_file.exists() and not purge and env_file.read_text() != render_default(layout):
         actions.append(Action(env_file, "kept"))
@@ -486,9 +502,10 @@ def _layout(args: argparse.Namespace) -> Layout:
 
 def add_install_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "install", help="build and install scx_pandemonium and its systemd unit",
-        description="Build the scheduler (release) and install\n"
+        "install", help="build and install scx_pandemonium, its tools and its systemd unit",
+        description="Build the scheduler and its tools (release) and install\n"
                     "  PREFIX/bin/scx_pandemonium                     (0755)\n"
+                    "  PREFIX/bin/pandemonium-tools                   (0755, probe and stress)\n"
                     "  PREFIX/lib/systemd/system/pandemonium.service  (0644, ExecStart= follows "
                     "PREFIX)\n"
                     "  SYSCONFDIR/default/pandemonium                 (0644, only if absent: it "
@@ -512,7 +529,8 @@ def add_install_parser(sub: argparse._SubParsersAction) -> None:
                    help="install what is already built ($CARGO_TARGET_DIR/release or "
                         "target/release) instead of running cargo first")
     g.add_argument("--binary", metavar="PATH",
-                   help="install this scheduler binary (implies --no-build)")
+                   help="install this scheduler binary (implies --no-build), and the "
+                        "pandemonium-tools beside it when there is one")
     p.set_defaults(func=cmd_install)
 
 
@@ -521,22 +539,36 @@ def cmd_install(args: argparse.Namespace) -> int:
     _need_root(layout, "install", None)  # before a long build, not after it
     if args.binary:
         binary = Path(args.binary)
-    elif args.no_build:
-        binary = scheduler_binary()
+        tools = _tools_beside(binary)
     else:
-        import pandemonium_build as build
+        if not args.no_build:
+            import pandemonium_build as build
 
-        build.ensure_packages(vm=False)
-        binary = build.build_release()
-    install_files(layout, binary)
+            build.ensure_packages(vm=False)
+            build.build_release()
+        # cargo builds both binaries at once: a build without the tools is incomplete.
+        binary, tools = scheduler_binary(), tools_binary()
+    install_files(layout, binary, tools=tools)
     return 0
+
+
+def _tools_beside(binary: Path) -> Path | None:
+    """pandemonium-tools next to a scheduler binary named with --binary, if it is there: a
+    binary copied on its own still installs, without the tools."""
+    tools = binary.parent / TOOLS_BINARY_NAME
+    if tools.is_file():
+        return tools
+    if binary.is_file():  # otherwise install_files says what is missing
+        log.warning("no %s beside %s: installing the scheduler without its tools",
+                    TOOLS_BINARY_NAME, binary)
+    return None
 
 
 def add_uninstall_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "uninstall", help="remove what install put in place",
         description="Stop and disable the service (running system only), then remove the\n"
-                    "binary, the unit and the environment file; an edited environment file is\n"
+                    "binaries, the unit and the environment file; an edited environment file is\n"
                     "kept unless --purge. Give it the --prefix/--destdir/--sysconfdir/--unitdir\n"
                     "that install got. Running it again changes nothing.",
         formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -11,10 +11,10 @@ use crate::preflight;
 use crate::procdb::WarmDelta;
 use crate::topology::Live;
 use crate::tuning::Mode;
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use bytemuck::{Pod, bytes_of};
 use libbpf_rs::libbpf_sys::bpf_object_open_opts;
-use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
+use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, OpenMapMut, OpenObject};
 use log::{info, warn};
 use scx_utils::{
     ScxExitKind, UserExitInfo, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_read,
@@ -58,6 +58,7 @@ impl<'obj> Scheduler<'obj> {
 
         let builder = BpfSkelBuilder::default();
         let mut skel = scx_ops_open!(builder, open_object, pandemonium_ops, opts.open_opts)?;
+        leave_attach_to_scx_ops_attach(&skel.maps.pandemonium_ops)?;
         // scx_ops_load! sizes the dump buffer from this.
         skel.struct_ops.pandemonium_ops_mut().exit_dump_len = opts.exit_dump_len;
         let rodata = skel
@@ -307,6 +308,32 @@ impl<'obj> Scheduler<'obj> {
     }
 }
 
+/// Takes the struct_ops map out of the skeleton's automatic attach: scx_ops_attach! runs that
+/// first (`skel.attach()`, for non-struct_ops programs) and then attaches the map itself
+/// (`attach_struct_ops`, whose link it returns).
+///
+/// libbpf marks every struct_ops map for auto-attach, and `bpf_object__attach_skeleton` attaches
+/// such a map into the link slot of its skeleton entry. The skeletons of libbpf-rs 0.27 give maps
+/// no slot (`bpf_map_skeleton.link` stays NULL), so libbpf passed over the map with the warning
+/// "map 'pandemonium_ops': BPF map skeleton link is uninitialized" on every start. Unmarked, the
+/// map is passed over without a word; and should a later libbpf-rs give maps a slot, the
+/// skeleton still will not attach the scheduler before scx_ops_attach! does (the kernel takes
+/// one sched_ext scheduler: the second attach would fail with EBUSY).
+fn leave_attach_to_scx_ops_attach(map: &OpenMapMut<'_>) -> Result<()> {
+    // SAFETY: the pointer is the open object's live map; libbpf only sets a flag in it.
+    let rc = unsafe {
+        libbpf_rs::libbpf_sys::bpf_map__set_autoattach(map.as_libbpf_object().as_ptr(), false)
+    };
+    if rc != 0 {
+        bail!(
+            "BPF map {:?}: cannot turn off its auto-attach (not a struct_ops map?): {}",
+            map.name(),
+            std::io::Error::from_raw_os_error(-rc)
+        );
+    }
+    Ok(())
+}
+
 fn update<K: Pod, V: Pod>(map: &impl MapCore, key: &K, value: &V) -> Result<()> {
     map.update(bytes_of(key), bytes_of(value), MapFlags::ANY)
         .with_context(|| format!("updating BPF map {:?}", map.name()))
@@ -334,4 +361,32 @@ fn lookup_percpu<V: Pod>(map: &impl MapCore) -> Result<Vec<V>> {
 /// A map value or key read back; `None` when the size does not match.
 fn from_bytes<V: Pod>(bytes: &[u8]) -> Option<V> {
     bytemuck::try_pod_read_unaligned(bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use libbpf_rs::skel::SkelBuilder;
+
+    fn autoattach(map: &OpenMapMut<'_>) -> bool {
+        // SAFETY: a live map of the open object; libbpf only reads a flag.
+        unsafe { libbpf_rs::libbpf_sys::bpf_map__autoattach(map.as_libbpf_object().as_ptr()) }
+    }
+
+    /// Opening the object needs no root and no sched_ext kernel: nothing is loaded.
+    #[test]
+    fn the_skeleton_leaves_the_struct_ops_map_to_scx_ops_attach() {
+        let mut object = MaybeUninit::uninit();
+        let skel = BpfSkelBuilder::default()
+            .open(&mut object)
+            .expect("opening the BPF object");
+        let ops = &skel.maps.pandemonium_ops;
+        // libbpf's default, which made bpf_object__attach_skeleton warn about the map.
+        assert!(autoattach(ops));
+        leave_attach_to_scx_ops_attach(ops).unwrap();
+        assert!(!autoattach(ops));
+        // Only a struct_ops map can be attached at all; libbpf refuses the flag on others.
+        let err = leave_attach_to_scx_ops_attach(&skel.maps.knobs_map).unwrap_err();
+        assert!(err.to_string().contains("\"knobs_map\""), "{err:#}");
+    }
 }

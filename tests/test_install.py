@@ -21,11 +21,16 @@ ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "pandemonium.py"
 
 
-def fake_binary(path: Path, version: str = "9.9.9") -> Path:
+def fake_binary(path: Path, version: str = "9.9.9", name: str = "scx_pandemonium") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!/bin/sh\necho 'scx_pandemonium {version} (git fixture)'\n")
+    path.write_text(f"#!/bin/sh\necho '{name} {version} (git fixture)'\n")
     path.chmod(0o755)
     return path
+
+
+def fake_tools(directory: Path, version: str = "9.9.9") -> Path:
+    """pandemonium-tools as cargo leaves it: beside the scheduler binary."""
+    return fake_binary(directory / "pandemonium-tools", version, name="pandemonium-tools")
 
 
 def tree_hash(root: Path) -> str:
@@ -53,7 +58,14 @@ def run_tool(*args: str, env: dict | None = None) -> subprocess.CompletedProcess
 
 @pytest.fixture
 def binary(tmp_path: Path) -> Path:
+    """The scheduler binary of a build; its pandemonium-tools lies beside it (`tools`)."""
+    fake_tools(tmp_path / "build")
     return fake_binary(tmp_path / "build" / "scx_pandemonium")
+
+
+@pytest.fixture
+def tools(binary: Path) -> Path:
+    return binary.parent / "pandemonium-tools"
 
 
 @pytest.fixture
@@ -68,6 +80,7 @@ def stage(tmp_path: Path) -> Path:
 def test_default_layout_paths():
     lay = inst.Layout()
     assert lay.binary == "/usr/local/bin/scx_pandemonium"
+    assert lay.tools == "/usr/local/bin/pandemonium-tools"
     assert lay.unit == "/usr/local/lib/systemd/system/pandemonium.service"
     assert lay.env_file == "/etc/default/pandemonium"
     assert lay.live
@@ -76,6 +89,7 @@ def test_default_layout_paths():
 def test_layout_prefix_destdir_unitdir():
     lay = inst.Layout(prefix="/usr/", destdir="/tmp/a b/", unitdir="/etc/systemd/system")
     assert lay.binary == "/usr/bin/scx_pandemonium"
+    assert lay.tools == "/usr/bin/pandemonium-tools"
     assert lay.unit == "/etc/systemd/system/pandemonium.service"
     assert lay.staged(lay.binary) == Path("/tmp/a b/usr/bin/scx_pandemonium")
     assert not lay.live
@@ -110,14 +124,16 @@ def test_unit_template_must_have_the_rewritten_lines():
 
 # -- install / uninstall into a DESTDIR ---------------------------------------------
 
-def test_install_into_destdir_with_spaces(stage, binary):
+def test_install_into_destdir_with_spaces(stage, binary, tools):
     lay = inst.Layout(destdir=str(stage))
-    actions = inst.install_files(lay, binary, euid=1000)
-    assert [a.what for a in actions] == ["installed"] * 3
+    actions = inst.install_files(lay, binary, tools=tools, euid=1000)
+    assert [a.what for a in actions] == ["installed"] * 4
     bin_ = stage / "usr/local/bin/scx_pandemonium"
+    tools_ = stage / "usr/local/bin/pandemonium-tools"
     unit = stage / "usr/local/lib/systemd/system/pandemonium.service"
     env = stage / "etc/default/pandemonium"
     assert bin_.read_bytes() == binary.read_bytes() and mode(bin_) == 0o755
+    assert tools_.read_bytes() == tools.read_bytes() and mode(tools_) == 0o755
     assert mode(unit) == 0o644 and mode(env) == 0o644
     assert "ExecStart=/usr/local/bin/scx_pandemonium $PANDEMONIUM_ARGS" in unit.read_text()
     assert env.read_text() == (ROOT / "systemd/pandemonium.default").read_text()
@@ -125,69 +141,92 @@ def test_install_into_destdir_with_spaces(stage, binary):
         "scx_pandemonium 9.9.9")
     # Nothing else is created, and no temporary files are left behind.
     files = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
-    assert files == ["etc/default/pandemonium", "usr/local/bin/scx_pandemonium",
+    assert files == ["etc/default/pandemonium", "usr/local/bin/pandemonium-tools",
+                     "usr/local/bin/scx_pandemonium",
                      "usr/local/lib/systemd/system/pandemonium.service"]
 
 
-def test_install_with_prefix_usr(stage, binary):
-    inst.install_files(inst.Layout(prefix="/usr", destdir=str(stage)), binary, euid=1000)
+def test_install_with_prefix_usr(stage, binary, tools):
+    inst.install_files(inst.Layout(prefix="/usr", destdir=str(stage)), binary, tools=tools,
+                       euid=1000)
     unit = stage / "usr/lib/systemd/system/pandemonium.service"
     assert (stage / "usr/bin/scx_pandemonium").is_file()
+    assert (stage / "usr/bin/pandemonium-tools").is_file()
     assert "ExecStart=/usr/bin/scx_pandemonium $PANDEMONIUM_ARGS" in unit.read_text()
 
 
-def test_install_is_idempotent(stage, binary):
+def test_install_is_idempotent(stage, binary, tools):
     lay = inst.Layout(destdir=str(stage))
-    inst.install_files(lay, binary, euid=1000)
+    inst.install_files(lay, binary, tools=tools, euid=1000)
     before = tree_hash(stage)
-    again = inst.install_files(lay, binary, euid=1000)
-    assert [a.what for a in again] == ["unchanged", "unchanged", "kept"]
+    again = inst.install_files(lay, binary, tools=tools, euid=1000)
+    assert [a.what for a in again] == ["unchanged", "unchanged", "unchanged", "kept"]
     assert tree_hash(stage) == before
 
 
-def test_install_updates_binary_and_restores_modes(stage, binary, tmp_path):
+def test_install_updates_binary_and_restores_modes(stage, binary, tools, tmp_path):
     lay = inst.Layout(destdir=str(stage))
-    inst.install_files(lay, binary, euid=1000)
+    inst.install_files(lay, binary, tools=tools, euid=1000)
     (stage / "usr/local/bin/scx_pandemonium").chmod(0o700)
+    (stage / "usr/local/bin/pandemonium-tools").chmod(0o700)
     newer = fake_binary(tmp_path / "newer" / "scx_pandemonium", version="10.0.0")
-    actions = inst.install_files(lay, newer, euid=1000)
-    assert actions[0].what == "updated"
-    assert mode(stage / "usr/local/bin/scx_pandemonium") == 0o755
-    assert b"10.0.0" in (stage / "usr/local/bin/scx_pandemonium").read_bytes()
+    newer_tools = fake_tools(tmp_path / "newer", version="10.0.0")
+    actions = inst.install_files(lay, newer, tools=newer_tools, euid=1000)
+    assert [a.what for a in actions[:2]] == ["updated", "updated"]
+    for name in ("scx_pandemonium", "pandemonium-tools"):
+        assert mode(stage / "usr/local/bin" / name) == 0o755
+        assert b"10.0.0" in (stage / "usr/local/bin" / name).read_bytes()
 
 
-def test_edited_env_file_is_never_overwritten(stage, binary):
+def test_install_without_tools_installs_the_scheduler_alone(stage, binary):
+    actions = inst.install_files(inst.Layout(destdir=str(stage)), binary, euid=1000)
+    assert [a.path.name for a in actions] == ["scx_pandemonium", "pandemonium.service",
+                                              "pandemonium"]
+    assert not (stage / "usr/local/bin/pandemonium-tools").exists()
+
+
+def test_missing_tools_binary_is_explained_and_nothing_is_written(stage, binary, tmp_path):
+    with pytest.raises(PandemoniumError, match="no pandemonium-tools binary at .*build it"):
+        inst.install_files(inst.Layout(destdir=str(stage)), binary,
+                           tools=tmp_path / "nope" / "pandemonium-tools", euid=1000)
+    assert list(stage.iterdir()) == []
+
+
+def test_edited_env_file_is_never_overwritten(stage, binary, tools):
     lay = inst.Layout(destdir=str(stage))
-    inst.install_files(lay, binary, euid=1000)
+    inst.install_files(lay, binary, tools=tools, euid=1000)
     env = stage / "etc/default/pandemonium"
     env.write_text('PANDEMONIUM_ARGS="--no-adaptive"\n')
-    assert inst.install_files(lay, binary, euid=1000)[2].what == "kept"
+    assert inst.install_files(lay, binary, tools=tools, euid=1000)[-1].what == "kept"
     assert env.read_text() == 'PANDEMONIUM_ARGS="--no-adaptive"\n'
     # uninstall keeps an edited configuration file unless purged
-    assert inst.uninstall_files(lay, euid=1000)[2].what == "kept"
+    assert inst.uninstall_files(lay, euid=1000)[-1].what == "kept"
     assert env.exists()
-    assert inst.uninstall_files(lay, purge=True, euid=1000)[2].what == "removed"
+    assert inst.uninstall_files(lay, purge=True, euid=1000)[-1].what == "removed"
     assert not env.exists()
 
 
-def test_uninstall_removes_everything_and_is_idempotent(stage, binary):
+def test_uninstall_removes_everything_and_is_idempotent(stage, binary, tools):
     lay = inst.Layout(destdir=str(stage))
-    inst.install_files(lay, binary, euid=1000)
+    inst.install_files(lay, binary, tools=tools, euid=1000)
     actions = inst.uninstall_files(lay, euid=1000)
-    assert [a.what for a in actions] == ["removed"] * 3
+    assert [a.what for a in actions] == ["removed"] * 4
+    assert [a.path.name for a in actions] == ["scx_pandemonium", "pandemonium-tools",
+                                              "pandemonium.service", "pandemonium"]
     assert list(stage.iterdir()) == []  # emptied directories are pruned, DESTDIR itself stays
-    assert [a.what for a in inst.uninstall_files(lay, euid=1000)] == ["absent"] * 3
+    assert [a.what for a in inst.uninstall_files(lay, euid=1000)] == ["absent"] * 4
     assert stage.is_dir()
 
 
-def test_uninstall_leaves_foreign_files(stage, binary):
+def test_uninstall_leaves_foreign_files(stage, binary, tools):
     lay = inst.Layout(destdir=str(stage))
-    inst.install_files(lay, binary, euid=1000)
+    inst.install_files(lay, binary, tools=tools, euid=1000)
     other = stage / "usr/local/bin/other-tool"
     other.write_text("x")
     inst.uninstall_files(lay, euid=1000)
     assert other.read_text() == "x"
     assert not (stage / "usr/local/bin/scx_pandemonium").exists()
+    assert not (stage / "usr/local/bin/pandemonium-tools").exists()
 
 
 def test_live_install_refuses_without_root(binary):
@@ -218,23 +257,46 @@ def test_commands_are_registered():
     assert {"install", "uninstall", "status", "clean", "rebuild"} <= names
 
 
-def test_cli_install_and_uninstall_destdir_with_spaces(stage, binary):
+def test_cli_install_and_uninstall_destdir_with_spaces(stage, binary, tools):
     proc = run_tool("install", "--destdir", str(stage), "--binary", str(binary))
     assert proc.returncode == 0, proc.stderr
     assert (stage / "usr/local/bin/scx_pandemonium").is_file()
+    # --binary takes the tools from beside the scheduler
+    assert (stage / "usr/local/bin/pandemonium-tools").read_bytes() == tools.read_bytes()
     assert "installed" in proc.stderr
     proc = run_tool("uninstall", "--destdir", str(stage))
     assert proc.returncode == 0, proc.stderr
     assert list(stage.iterdir()) == []
 
 
+def test_cli_binary_without_tools_beside_it(stage, tmp_path):
+    lone = fake_binary(tmp_path / "copied" / "scx_pandemonium")
+    proc = run_tool("install", "--destdir", str(stage), "--binary", str(lone))
+    assert proc.returncode == 0, proc.stderr
+    assert (stage / "usr/local/bin/scx_pandemonium").is_file()
+    assert not (stage / "usr/local/bin/pandemonium-tools").exists()
+    assert f"no pandemonium-tools beside {lone}" in proc.stderr
+
+
 def test_cli_no_build_uses_cargo_target_dir_with_spaces(stage, tmp_path):
     target = tmp_path / "cargo target with spaces"
     built = fake_binary(target / "release" / "scx_pandemonium", version="1.2.3")
+    built_tools = fake_tools(target / "release", version="1.2.3")
     proc = run_tool("install", "--no-build", "--destdir", str(stage), "--prefix", "/usr",
                     env={"CARGO_TARGET_DIR": str(target)})
     assert proc.returncode == 0, proc.stderr
     assert (stage / "usr/bin/scx_pandemonium").read_bytes() == built.read_bytes()
+    assert (stage / "usr/bin/pandemonium-tools").read_bytes() == built_tools.read_bytes()
+
+
+def test_cli_no_build_needs_the_tools_too(stage, tmp_path):
+    target = tmp_path / "target"
+    fake_binary(target / "release" / "scx_pandemonium")
+    proc = run_tool("install", "--no-build", "--destdir", str(stage),
+                    env={"CARGO_TARGET_DIR": str(target)})
+    assert proc.returncode == 1
+    assert f"no pandemonium-tools binary at {target / 'release/pandemonium-tools'}" in proc.stderr
+    assert list(stage.iterdir()) == []
 
 
 def test_cli_no_build_without_a_build(stage, tmp_path):

@@ -16,7 +16,7 @@ import pytest
 import pandemonium_build as build
 import pandemonium_install as install
 import pandemonium_packages as pkgs
-from pandemonium_common import cargo_target_dir
+from pandemonium_common import cargo_target_dir, tools_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -97,7 +97,7 @@ def test_files_package_installs_exist_in_the_repo():
     assert body.returncode == 0, body.stderr
     sources = re.findall(r"install -D\S*\s+(\S+)\s", body.stdout)
     assert "LICENSE" in sources and "README.md" in sources
-    # pandemonium.py install copies the binary and renders these two
+    # pandemonium.py install copies the two binaries and renders these two
     assert "pandemonium.py install --no-build" in body.stdout
     for rel in [*sources, "pandemonium.py", install.UNIT_TEMPLATE.relative_to(ROOT).as_posix(),
                 install.DEFAULT_TEMPLATE.relative_to(ROOT).as_posix()]:
@@ -151,13 +151,17 @@ def test_build_and_package_run_against_the_existing_build(tmp_path):
 
     files = sorted(p.relative_to(pkgdir).as_posix() for p in pkgdir.rglob("*") if p.is_file())
     assert files == ["etc/default/pandemonium",
+                     "usr/bin/pandemonium-tools",
                      "usr/bin/scx_pandemonium",
                      "usr/lib/systemd/system/pandemonium.service",
                      "usr/share/doc/scx_pandemonium-git/README.md",
                      "usr/share/doc/scx_pandemonium-git/systemd.md",
                      "usr/share/licenses/scx_pandemonium-git/LICENSE"]
-    assert (pkgdir / "usr/bin/scx_pandemonium").read_bytes() == binary.read_bytes()
-    assert os.access(pkgdir / "usr/bin/scx_pandemonium", os.X_OK)
+    # the scheduler and its tools, both as cargo built them, both executable
+    for installed, built in (("usr/bin/scx_pandemonium", binary),
+                             ("usr/bin/pandemonium-tools", tools_binary())):
+        assert (pkgdir / installed).read_bytes() == built.read_bytes(), installed
+        assert os.stat(pkgdir / installed).st_mode & 0o7777 == 0o755, installed
     unit = (pkgdir / "usr/lib/systemd/system/pandemonium.service").read_text()
     assert "\nExecStart=/usr/bin/scx_pandemonium $PANDEMONIUM_ARGS\n" in unit
     assert "\nEnvironmentFile=-/etc/default/pandemonium\n" in unit
