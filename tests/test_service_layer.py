@@ -204,6 +204,10 @@ def test_payload_holds_the_scheduler_checks_units_and_tools(tmp_path):
                  "/payload/src/tools/pandemonium/vm/service.py"):
         assert need in files, need
     assert not any("__pycache__" in g or g.endswith(".pyc") for g in files)
+    assert "/payload/bin/pandemonium-tools" not in files  # none built beside this scheduler
+    (tmp_path / "pandemonium-tools").write_bytes(b"\x7fELF")
+    files = {f.guest: f.host for f in service.payload_files(binary)}
+    assert files["/payload/bin/pandemonium-tools"] == tmp_path / "pandemonium-tools"
 
 
 def test_the_init_script_parses_and_switches_to_systemd(tmp_path):

@@ -158,6 +158,9 @@ def payload_files(binary: Path, root: Path = PROJECT_ROOT) -> list[initramfs.Gue
     g = initramfs.GuestFile
     files = [g(binary, f"{PAYLOAD}/bin/scx_pandemonium"),
              g(GUEST_SCRIPT, f"{PAYLOAD}/service_guest.py")]
+    tools = binary.parent / "pandemonium-tools"
+    if tools.is_file():  # install takes it from beside the scheduler, as from a build
+        files.append(g(tools, f"{PAYLOAD}/bin/pandemonium-tools"))
     files += [g(p, f"{PAYLOAD}/units/{p.name}") for p in sorted(UNITS_DIR.glob("*.service"))]
     files += [g(p, f"{PAYLOAD}/src/{p.name}") for p in sorted(root.glob("*.py"))]
     files += [g(root / f, f"{PAYLOAD}/src/{f}") for f in CHECKOUT_FILES]

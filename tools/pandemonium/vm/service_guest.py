@@ -291,6 +291,11 @@ class Layer:
             raise CheckFailed(f"{BINARY} is not the binary install was given")
         if BINARY not in p.get("ExecStart", ""):
             raise CheckFailed(f"the unit does not run {BINARY}: {p.get('ExecStart')}")
+        tools = PAYLOAD / "bin" / "pandemonium-tools"
+        installed = Path(BINARY).with_name("pandemonium-tools")
+        if tools.is_file() and (not installed.is_file()
+                                or installed.read_bytes() != tools.read_bytes()):
+            raise CheckFailed(f"install did not put {tools.name} beside {BINARY}")
         return f"unit {p['FragmentPath']} loaded by systemd, runs {BINARY}"
 
     def security(self) -> str:
