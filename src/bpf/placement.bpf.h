@@ -55,9 +55,10 @@ static __always_inline u64 task_slice(const struct task_ctx *tctx, const struct 
 	if (!task_mature(tctx))
 		return cap;
 	s = tctx->tier == TIER_LAT_CRITICAL ? tctx->avg_runtime * 3 / 2 : tctx->avg_runtime * 2;
-	if (s > cap)
-		s = cap;
-	return s > MIN_SLICE_NS ? s : MIN_SLICE_NS;
+	if (s < MIN_SLICE_NS)
+		s = MIN_SLICE_NS;
+	/* The daemon's cap wins over the floor (its burst slice rail goes down to 100 us). */
+	return s < cap ? s : cap;
 }
 
 static __always_inline void mark_enqueued(struct task_ctx *tctx, u64 now)

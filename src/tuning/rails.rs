@@ -29,7 +29,7 @@ impl Rail {
     }
 }
 
-/// Interactive slice: BPF's 50 us slice floor is for one task's short burst; a cap below 250 us
+/// Interactive slice: BPF's 250 us slice floor is for one task's short burst; a cap below 250 us
 /// would make every interactive slice a context switch. Above 8 ms it is a batch slice.
 pub const SLICE: Rail = Rail::new(250 * US, 8 * MS);
 /// Tick preemption of BATCH: under 100 us it fires on every tick; over 8 ms, half a frame.
