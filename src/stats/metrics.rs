@@ -20,19 +20,20 @@ pub const COUNTER_ATTR: &str = "_counter";
 pub const NO_REGIME: &str = "-";
 
 /// Writes a scx_stats struct from one entry a field: `name: Type = "description";`, with
-/// `, _counter` before the `;` for a [counter](COUNTER_ATTR). Every field is `pub`. The entries
+/// `, _counter` before the `;` for a [counter](COUNTER_ATTR); every field is `pub`. The entries
 /// are the `#[stat(desc = ...)]` attributes they stand for, without the four lines rustfmt gives
-/// each one.
+/// each one. Types are matched as identifiers (`u64`, `BTreeMap<String, u64>`), not as a `ty`
+/// fragment: the Stats derive cannot read a type a macro hands over as one opaque group.
 macro_rules! stats_struct {
     (
         $(#[$($attr:tt)*])*
         pub struct $name:ident {
-            $($field:ident: $ty:ty = $desc:literal $(, $flag:ident)?;)*
+            $($field:ident: $ty:ident $(<$($arg:ident),+>)? = $desc:literal $(, $flag:ident)?;)*
         }
     ) => {
         $(#[$($attr)*])*
         pub struct $name {
-            $(#[stat(desc = $desc $(, $flag)?)] pub $field: $ty,)*
+            $(#[stat(desc = $desc $(, $flag)?)] pub $field: $ty $(<$($arg),+>)?,)*
         }
     };
 }
