@@ -21,40 +21,23 @@ const volatile u16 cpu_l2_ro[MAX_CPUS];
 const volatile u8 hybrid_ro;
 const volatile u8 cpu_size_ro[MAX_CPUS];
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct tuning_knobs);
-} knobs_map SEC(".maps");
+/*
+ * A u32-indexed array map, the kind the daemon reads and writes through the skeleton: one slot
+ * for a single record (the PERCPU ones the daemon sums over CPUs), or one slot per CPU.
+ */
+#define U32_ARRAY_MAP(_name, _map_type, _value, _entries)	\
+	struct {						\
+		__uint(type, _map_type);			\
+		__uint(max_entries, _entries);			\
+		__type(key, u32);				\
+		__type(value, _value);				\
+	} _name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct topo_params);
-} topo_map SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct pandemonium_stats);
-} stats_map SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct pandemonium_hist);
-} hist_map SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_CPUS);
-	__type(key, u32);
-	__type(value, struct affinity_row);
-} affinity_rank SEC(".maps");
+U32_ARRAY_MAP(knobs_map, BPF_MAP_TYPE_ARRAY, struct tuning_knobs, 1);
+U32_ARRAY_MAP(topo_map, BPF_MAP_TYPE_ARRAY, struct topo_params, 1);
+U32_ARRAY_MAP(stats_map, BPF_MAP_TYPE_PERCPU_ARRAY, struct pandemonium_stats, 1);
+U32_ARRAY_MAP(hist_map, BPF_MAP_TYPE_PERCPU_ARRAY, struct pandemonium_hist, 1);
+U32_ARRAY_MAP(affinity_rank, BPF_MAP_TYPE_ARRAY, struct affinity_row, MAX_CPUS);
 
 /* comm -> 1: processes that are always LAT_CRITICAL (compositors). Filled by the daemon. */
 struct {

@@ -9,7 +9,6 @@
 //! harness that owns its own signals.
 
 pub(crate) mod clock;
-mod prng;
 pub mod probe;
 mod signal;
 pub mod stats;

@@ -19,142 +19,98 @@ pub const COUNTER_ATTR: &str = "_counter";
 /// Regime value while no adaptive control loop runs (`--no-adaptive`).
 pub const NO_REGIME: &str = "-";
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
-#[stat(
-    top,
-    desc = "scx_pandemonium scheduler statistics, one sample per second"
-)]
-pub struct PandemoniumMetrics {
-    #[stat(desc = "CLOCK_MONOTONIC time the sample was taken, ms (rates use its differences)")]
-    pub at_ms: u64,
-    #[stat(desc = "1 when the adaptive control loop runs, 0 in --no-adaptive (BPF-only) mode")]
-    pub adaptive: u64,
-    #[stat(desc = "--mode preset in force: auto, gaming, lowlatency, powersave or server")]
-    pub mode: String,
-    #[stat(desc = "load regime LIGHT / MIXED / HEAVY (+LONGRUN); '-' without the adaptive loop")]
-    pub regime: String,
-    #[stat(desc = "1 while batch work has queued past the longrun threshold (BPF's flag)")]
-    pub longrun: u64,
+/// Writes a scx_stats struct from one entry a field: `name: Type = "description";`, with
+/// `, _counter` before the `;` for a [counter](COUNTER_ATTR); every field is `pub`. The entries
+/// are the `#[stat(desc = ...)]` attributes they stand for, without the four lines rustfmt gives
+/// each one. Types are matched as identifiers (`u64`, `BTreeMap<String, u64>`), not as a `ty`
+/// fragment: the Stats derive cannot read a type a macro hands over as one opaque group.
+macro_rules! stats_struct {
+    (
+        $(#[$($attr:tt)*])*
+        pub struct $name:ident {
+            $($field:ident: $ty:ident $(<$($arg:ident),+>)? = $desc:literal $(, $flag:ident)?;)*
+        }
+    ) => {
+        $(#[$($attr)*])*
+        pub struct $name {
+            $(#[stat(desc = $desc $(, $flag)?)] pub $field: $ty $(<$($arg),+>)?,)*
+        }
+    };
+}
 
-    #[stat(desc = "dispatch() calls: a CPU looking for its next task", _counter)]
-    pub nr_dispatches: u64,
-    #[stat(
-        desc = "wakeups sent to an idle CPU by select_cpu's fast path",
-        _counter
-    )]
-    pub nr_idle_hits: u64,
-    #[stat(
-        desc = "insertions into the shared node / batch overflow queues",
-        _counter
-    )]
-    pub nr_shared: u64,
-    #[stat(desc = "insertions into a per-CPU queue", _counter)]
-    pub nr_pcpu: u64,
-    #[stat(
-        desc = "placements sent to a near peer CPU because the own queue was full",
-        _counter
-    )]
-    pub nr_spills: u64,
-    #[stat(
-        desc = "tick preemptions of BATCH tasks in favour of waiting interactive work",
-        _counter
-    )]
-    pub nr_preempt: u64,
-    #[stat(
-        desc = "times the previous task kept its CPU: nothing else queued, or only BATCH work",
-        _counter
-    )]
-    pub nr_keep_running: u64,
-    #[stat(desc = "preempting CPU kicks", _counter)]
-    pub nr_hard_kicks: u64,
-    #[stat(desc = "kicks of an idle CPU found for an enqueued task", _counter)]
-    pub nr_soft_kicks: u64,
-    #[stat(desc = "enqueues of waking tasks", _counter)]
-    pub nr_enq_wakeup: u64,
-    #[stat(desc = "re-enqueues of tasks that used up their slice", _counter)]
-    pub nr_enq_requeue: u64,
-    #[stat(
-        desc = "dispatches that took a task from a nearby CPU's queue (by R_eff)",
-        _counter
-    )]
-    pub nr_steals: u64,
-    #[stat(
-        desc = "overflow rescues: aged shared-queue work served first (also for CoDel stalls)",
-        _counter
-    )]
-    pub nr_overflow_rescue: u64,
-    #[stat(
-        desc = "starvation rescues: work waiting past the hard starvation bound served first",
-        _counter
-    )]
-    pub nr_starvation_rescue: u64,
-    #[stat(desc = "tasks drained from the queue of a CPU going offline", _counter)]
-    pub nr_offline_drain: u64,
-    #[stat(desc = "affinity rank walks that skipped an offline CPU", _counter)]
-    pub nr_rank_offline_skips: u64,
-    #[stat(desc = "tasks pinned to one CPU, sent to its local queue", _counter)]
-    pub nr_pinned: u64,
-    #[stat(
-        desc = "placements that targeted an offline CPU (must stay 0)",
-        _counter
-    )]
-    pub nr_offline_placements: u64,
-    #[stat(
-        desc = "dispatches that stayed on the task's L2 cache domain, by tier",
-        _counter
-    )]
-    pub l2_hit: BTreeMap<String, u64>,
-    #[stat(
-        desc = "dispatches that left the task's L2 cache domain, by tier",
-        _counter
-    )]
-    pub l2_miss: BTreeMap<String, u64>,
-    #[stat(desc = "sum of wakeup latencies (runnable to running), ns", _counter)]
-    pub wake_lat_sum_ns: u64,
-    #[stat(desc = "wakeup latencies measured", _counter)]
-    pub wake_lat_cnt: u64,
-    #[stat(desc = "largest wakeup latency since load, ns")]
-    pub wake_lat_max_ns: u64,
-    #[stat(
-        desc = "P99 wakeup latency of the last second by tier, ns (log2 bucket upper bound; \
-                   a tier without wakeups is absent)"
-    )]
-    pub wake_p99_ns: BTreeMap<String, u64>,
+stats_struct! {
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+    #[stat(top, desc = "scx_pandemonium scheduler statistics, one sample per second")]
+    pub struct PandemoniumMetrics {
+        at_ms: u64 = "CLOCK_MONOTONIC time the sample was taken, ms (rates use its differences)";
+        adaptive: u64 = "1 when the adaptive control loop runs, 0 in --no-adaptive (BPF-only) mode";
+        mode: String = "--mode preset in force: auto, gaming, lowlatency, powersave or server";
+        regime: String =
+            "load regime LIGHT / MIXED / HEAVY (+LONGRUN); '-' without the adaptive loop";
+        longrun: u64 = "1 while batch work has queued past the longrun threshold (BPF's flag)";
 
-    #[stat(desc = "MWU expert weights (sum 1); empty without the adaptive loop")]
-    pub mwu_weights: BTreeMap<String, f64>,
+        nr_dispatches: u64 = "dispatch() calls: a CPU looking for its next task", _counter;
+        nr_idle_hits: u64 = "wakeups sent to an idle CPU by select_cpu's fast path", _counter;
+        nr_shared: u64 = "insertions into the shared node / batch overflow queues", _counter;
+        nr_pcpu: u64 = "insertions into a per-CPU queue", _counter;
+        nr_spills: u64 =
+            "placements sent to a near peer CPU because the own queue was full", _counter;
+        nr_preempt: u64 =
+            "tick preemptions of BATCH tasks in favour of waiting interactive work", _counter;
+        nr_keep_running: u64 =
+            "times the previous task kept its CPU: nothing else queued, or only BATCH work",
+            _counter;
+        nr_hard_kicks: u64 = "preempting CPU kicks", _counter;
+        nr_soft_kicks: u64 = "kicks of an idle CPU found for an enqueued task", _counter;
+        nr_enq_wakeup: u64 = "enqueues of waking tasks", _counter;
+        nr_enq_requeue: u64 = "re-enqueues of tasks that used up their slice", _counter;
+        nr_steals: u64 =
+            "dispatches that took a task from a nearby CPU's queue (by R_eff)", _counter;
+        nr_overflow_rescue: u64 =
+            "overflow rescues: aged shared-queue work served first (also for CoDel stalls)",
+            _counter;
+        nr_starvation_rescue: u64 =
+            "starvation rescues: work waiting past the hard starvation bound served first",
+            _counter;
+        nr_offline_drain: u64 = "tasks drained from the queue of a CPU going offline", _counter;
+        nr_rank_offline_skips: u64 = "affinity rank walks that skipped an offline CPU", _counter;
+        nr_pinned: u64 = "tasks pinned to one CPU, sent to its local queue", _counter;
+        nr_offline_placements: u64 =
+            "placements that targeted an offline CPU (must stay 0)", _counter;
+        l2_hit: BTreeMap<String, u64> =
+            "dispatches that stayed on the task's L2 cache domain, by tier", _counter;
+        l2_miss: BTreeMap<String, u64> =
+            "dispatches that left the task's L2 cache domain, by tier", _counter;
+        wake_lat_sum_ns: u64 = "sum of wakeup latencies (runnable to running), ns", _counter;
+        wake_lat_cnt: u64 = "wakeup latencies measured", _counter;
+        wake_lat_max_ns: u64 = "largest wakeup latency since load, ns";
+        wake_p99_ns: BTreeMap<String, u64> =
+            "P99 wakeup latency of the last second by tier, ns (log2 bucket upper bound; \
+             a tier without wakeups is absent)";
 
-    #[stat(desc = "knob: slice cap of INTERACTIVE and LAT_CRITICAL tasks, ns")]
-    pub knob_slice_ns: u64,
-    #[stat(desc = "knob: how long interactive work waits before a BATCH task is preempted, ns")]
-    pub knob_preempt_thresh_ns: u64,
-    #[stat(desc = "knob: multiple of the lag cap a waking task may bank as vtime credit")]
-    pub knob_lag_scale: u64,
-    #[stat(desc = "knob: BATCH time slice, ns")]
-    pub knob_batch_slice_ns: u64,
-    #[stat(desc = "knob: interactive slice cap while longrun is on, ns")]
-    pub knob_burst_slice_ns: u64,
-    #[stat(desc = "knob: behaviour score from which a task is LAT_CRITICAL")]
-    pub knob_lat_cri_thresh_high: u64,
-    #[stat(desc = "knob: behaviour score from which a task is INTERACTIVE")]
-    pub knob_lat_cri_thresh_low: u64,
-    #[stat(desc = "knob: L2 placement 0 off / 1 weak / 2 strong")]
-    pub knob_affinity_mode: u64,
-    #[stat(desc = "topology mixing time tau, ns (from topology detection)")]
-    pub topology_tau_ns: u64,
+        mwu_weights: BTreeMap<String, f64> =
+            "MWU expert weights (sum 1); empty without the adaptive loop";
 
-    #[stat(desc = "CoDel stall target now (oscillator position x), ns")]
-    pub codel_target_ns: u64,
-    #[stat(desc = "CoDel target velocity, ns per tick (negative: tightening after rescues)")]
-    pub codel_velocity_ns: i64,
-    #[stat(desc = "CoDel equilibrium c_eq the target returns to, ns")]
-    pub codel_eq_ns: u64,
-    #[stat(desc = "CoDel target floor, ns")]
-    pub codel_floor_ns: u64,
-    #[stat(desc = "CoDel target ceiling, ns")]
-    pub codel_max_ns: u64,
-    #[stat(desc = "CoDel intervals that ended stalled, all CPUs", _counter)]
-    pub nr_codel_stalls: u64,
+        knob_slice_ns: u64 = "knob: slice cap of INTERACTIVE and LAT_CRITICAL tasks, ns";
+        knob_preempt_thresh_ns: u64 =
+            "knob: how long interactive work waits before a BATCH task is preempted, ns";
+        knob_lag_scale: u64 =
+            "knob: multiple of the lag cap a waking task may bank as vtime credit";
+        knob_batch_slice_ns: u64 = "knob: BATCH time slice, ns";
+        knob_burst_slice_ns: u64 = "knob: interactive slice cap while longrun is on, ns";
+        knob_lat_cri_thresh_high: u64 = "knob: behaviour score from which a task is LAT_CRITICAL";
+        knob_lat_cri_thresh_low: u64 = "knob: behaviour score from which a task is INTERACTIVE";
+        knob_affinity_mode: u64 = "knob: L2 placement 0 off / 1 weak / 2 strong";
+        topology_tau_ns: u64 = "topology mixing time tau, ns (from topology detection)";
+
+        codel_target_ns: u64 = "CoDel stall target now (oscillator position x), ns";
+        codel_velocity_ns: i64 =
+            "CoDel target velocity, ns per tick (negative: tightening after rescues)";
+        codel_eq_ns: u64 = "CoDel equilibrium c_eq the target returns to, ns";
+        codel_floor_ns: u64 = "CoDel target floor, ns";
+        codel_max_ns: u64 = "CoDel target ceiling, ns";
+        nr_codel_stalls: u64 = "CoDel intervals that ended stalled, all CPUs", _counter;
+    }
 }
 
 /// One tick's inputs to [`PandemoniumMetrics::of`].

@@ -35,69 +35,37 @@ impl Fired {
     }
 }
 
-type Charges = [(Expert, f64); NR_EXPERTS];
+/// What a pathway charges each expert per unit of its magnitude, experts in [`Expert::ALL`] order
+/// as in the knob table [`SCALE`](super::experts::SCALE):
+/// LATENCY, BALANCED, THROUGHPUT, IO_HEAVY, FORK_STORM, SATURATED.
+type Charges = [f64; NR_EXPERTS];
 
 /// Latency too high: charge the experts that loosen latency, hardest the ones that loosen most.
-const SPIKE_CHARGES: Charges = [
-    (Expert::Latency, 0.0),
-    (Expert::Balanced, 0.3),
-    (Expert::Throughput, 1.0),
-    (Expert::IoHeavy, 0.4),
-    (Expert::ForkStorm, 0.2),
-    (Expert::Saturated, 0.8),
-];
+const SPIKE_CHARGES: Charges = [0.0, 0.3, 1.0, 0.4, 0.2, 0.8];
 
 /// Rescues started: overflow queues aged past their threshold. The loosening experts pay in full.
 /// LATENCY pays 0.4x: its tighter slices and lower thresholds crowd out batch work too, but BPF's
 /// oscillator is already tightening the CoDel target on the same rescues, and a full charge would
 /// make the two controllers compound.
-const RESCUE_CHARGES: Charges = [
-    (Expert::Latency, 0.4),
-    (Expert::Balanced, 0.3),
-    (Expert::Throughput, 1.0),
-    (Expert::IoHeavy, 0.6),
-    (Expert::ForkStorm, 0.0),
-    (Expert::Saturated, 1.0),
-];
+const RESCUE_CHARGES: Charges = [0.4, 0.3, 1.0, 0.6, 0.0, 1.0];
 
 /// Fork storm: charge the experts that keep slices and rescue delays long. LATENCY is not
 /// charged: its factors point the same way as FORK_STORM's, and charging it would hand the blend
 /// to experts whose knobs BPF cannot use to drain a storm.
-const STORM_CHARGES: Charges = [
-    (Expert::Latency, 0.0),
-    (Expert::Balanced, 0.3),
-    (Expert::Throughput, 1.0),
-    (Expert::IoHeavy, 0.5),
-    (Expert::ForkStorm, 0.0),
-    (Expert::Saturated, 0.8),
-];
+const STORM_CHARGES: Charges = [0.0, 0.3, 1.0, 0.5, 0.0, 0.8];
 
 /// Sleeping turned I/O-heavy: everyone but IO_HEAVY priced the old pattern.
-const IO_HIGH_CHARGES: Charges = [
-    (Expert::Latency, 0.2),
-    (Expert::Balanced, 0.3),
-    (Expert::Throughput, 1.0),
-    (Expert::IoHeavy, 0.0),
-    (Expert::ForkStorm, 0.6),
-    (Expert::Saturated, 0.6),
-];
+const IO_HIGH_CHARGES: Charges = [0.2, 0.3, 1.0, 0.0, 0.6, 0.6];
 
 /// Sleeping stopped being I/O-like: IO_HEAVY's shorter slices now only cost throughput.
-const IO_LOW_CHARGES: Charges = [
-    (Expert::Latency, 0.0),
-    (Expert::Balanced, 0.0),
-    (Expert::Throughput, 0.0),
-    (Expert::IoHeavy, 1.0),
-    (Expert::ForkStorm, 0.0),
-    (Expert::Saturated, 0.0),
-];
+const IO_LOW_CHARGES: Charges = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0];
 
 /// Back to the middle bucket: a small charge to the expert specialised for the bucket just left.
 const IO_MID_CHARGE: f64 = 0.3;
 
 fn charge(losses: &mut [f64; NR_EXPERTS], table: &Charges, magnitude: f64) {
-    for &(e, c) in table {
-        losses[e as usize] += c * magnitude;
+    for (loss, c) in losses.iter_mut().zip(table) {
+        *loss += c * magnitude;
     }
 }
 

@@ -9,8 +9,8 @@ use super::config::{Pacing, ProbeConfig};
 use super::omission::backfill;
 use super::report::ProbeReport;
 use crate::cli::clock::{Slept, now_ns, sleep_until, spin_until};
-use crate::cli::prng::SplitMix64;
 use crate::cli::thread;
+use crate::prng::XorShift64;
 
 /// Runs the probe on the calling thread until its duration or count is reached. Installs no
 /// signal handler; see `measure_until` to stop it from elsewhere.
@@ -59,7 +59,7 @@ pub(crate) struct Run {
 /// The hot loop: sleep to a deadline, stamp the wake, backfill swallowed deadlines, spin the
 /// work, re-anchor. Only clock reads, stores into `buf` and the two syscalls.
 fn sample(cfg: &ProbeConfig, stop: &AtomicBool, buf: &mut [u64]) -> Result<Run> {
-    let mut rng = SplitMix64::new(cfg.seed);
+    let mut rng = XorShift64::seeded(cfg.seed);
     let pacing = cfg.pacing;
     let mut draw = move || match pacing {
         Pacing::Period { period_ns } => period_ns,
