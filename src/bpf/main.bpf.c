@@ -107,14 +107,15 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 	struct task_ctx *tctx = task_ctx(p);
 	struct tuning_knobs *k = knobs();
 	struct topo_params *tp = topo();
-	struct task_ctx *wctx = task_ctx(bpf_get_current_task_btf());
+	/* Only a synchronous wakeup reads or counts the waker's pairing. */
+	struct task_ctx *wctx = wake_flags & SCX_WAKE_SYNC ? task_ctx(bpf_get_current_task_btf()) : NULL;
 	bool is_idle = false, pair;
 	s32 cpu;
 
 	if (!tctx || !k || !tp)
 		return prev_cpu;
 
-	if (wctx && (wake_flags & SCX_WAKE_SYNC))
+	if (wctx)
 		record_wakee(p, wctx, bpf_ktime_get_ns());
 	pair = sync_pair(tctx, wctx, wake_flags, tp);
 	cpu = handoff_cpu(p, wake_flags, pair, wctx);
