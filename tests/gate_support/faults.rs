@@ -242,7 +242,10 @@ fn run_learning(tag: &str, during: impl FnOnce()) -> String {
     let mut sched = SchedulerProc::start(&["-v"]);
     sched.wait_attached();
     let name = format!("pdb-{tag}");
-    let mut cfg = StressConfig::new(1);
+    // One hog more than CPUs: a hog alone on a CPU keeps it slice after slice without a
+    // context switch, and only context switches feed its profile (a lone hog on 4 vCPUs
+    // went unprofiled for 60 s in CI). Two sharing a CPU switch every slice.
+    let mut cfg = StressConfig::new(online_cpus().len() + 1);
     cfg.load = Load::LongRunner;
     cfg.name = Some(name.clone());
     let load = stress::start(&cfg).expect("starting the hog");
