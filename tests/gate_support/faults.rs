@@ -235,7 +235,7 @@ fn umount(target: &Path) {
     assert_eq!(rc, 0, "umount {}", target.display());
 }
 
-/// Runs the scheduler beside a hog with a fresh name until the daemon has learned its profile
+/// Runs the scheduler beside hogs with a fresh name until the daemon has learned their profile
 /// (so it has something new to save), calls `during` while it runs, then stops it with SIGINT
 /// (asserting exit status 0) and returns its output. The scheduler must survive `during`.
 fn run_learning(tag: &str, during: impl FnOnce()) -> String {
@@ -248,7 +248,7 @@ fn run_learning(tag: &str, during: impl FnOnce()) -> String {
     let mut cfg = StressConfig::new(online_cpus().len() + 1);
     cfg.load = Load::LongRunner;
     cfg.name = Some(name.clone());
-    let load = stress::start(&cfg).expect("starting the hog");
+    let load = stress::start(&cfg).expect("starting the hogs");
     let t0 = Instant::now();
     while !maps::read_profiles().contains_key(&name) {
         assert!(
@@ -266,7 +266,7 @@ fn run_learning(tag: &str, during: impl FnOnce()) -> String {
         "the scheduler died after the fault:\n{}",
         sched.output()
     );
-    load.finish().expect("stopping the hog");
+    load.finish().expect("stopping the hogs");
     sched.stop();
     sched.output()
 }
