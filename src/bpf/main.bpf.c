@@ -37,16 +37,17 @@ static __always_inline void record_wakee(struct task_struct *p, struct task_ctx 
 }
 
 /*
- * Both sides of a synchronous wakeup mostly wake each other. The kernel's wake_wide() calls a
- * waker with few flips "affine" even when its wakee wakes many: a one-way producer/consumer
- * pair. Here both must be narrow: perf bench messaging's receivers never wake anyone, and
- * treating each sender->receiver wakeup as a pair moved receivers to the sender's CPU 2-3x as
- * often as before (migrations 615-1196 against 256-412 per run, same boot).
+ * Both sides of a synchronous wakeup (select_cpu() passes @wctx for those alone) mostly wake each
+ * other. The kernel's wake_wide() calls a waker with few flips "affine" even when its wakee wakes
+ * many: a one-way producer/consumer pair. Here both must be narrow: perf bench messaging's
+ * receivers never wake anyone, and treating each sender->receiver wakeup as a pair moved
+ * receivers to the sender's CPU 2-3x as often as before (migrations 615-1196 against 256-412 per
+ * run, same boot).
  */
-static __always_inline bool sync_pair(struct task_ctx *tctx, struct task_ctx *wctx, u64 wake_flags,
+static __always_inline bool sync_pair(struct task_ctx *tctx, struct task_ctx *wctx,
 				      struct topo_params *tp)
 {
-	return (wake_flags & SCX_WAKE_SYNC) && wctx && wctx->wakee_flips < tp->wake_wide_factor &&
+	return wctx && wctx->wakee_flips < tp->wake_wide_factor &&
 	       tctx->wakee_flips < tp->wake_wide_factor;
 }
 
@@ -117,7 +118,7 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 
 	if (wctx)
 		record_wakee(p, wctx, bpf_ktime_get_ns());
-	pair = sync_pair(tctx, wctx, wake_flags, tp);
+	pair = sync_pair(tctx, wctx, tp);
 	cpu = handoff_cpu(p, wake_flags, pair, wctx);
 	if (cpu >= 0) {
 		task_vtime(p, tctx, SCX_ENQ_WAKEUP, k, tp);
