@@ -28,6 +28,9 @@ pub fn socket_path() -> PathBuf {
 /// socket at once, so this only bounds a scheduler that is alive but stuck.
 const READ_TIMEOUT_MS: u64 = 30_000;
 
+/// How soon `run` asks again when the scheduler had no new sample.
+const RETRY: Duration = Duration::from_millis(100);
+
 pub struct Monitor {
     client: StatsClient,
     meta: StatsMeta,
@@ -76,9 +79,14 @@ impl Monitor {
         })
     }
 
-    /// The next block of output, or `None` while the scheduler has no first sample yet.
+    /// The next block of output, or `None` while the scheduler has no new sample: none yet while
+    /// it loads, or the one already printed. The daemon samples at 1 Hz on its own clock, so a
+    /// poll can land twice between two of its samples; printing that one again would show a
+    /// block whose counters did not move.
     pub fn poll(&mut self) -> Result<Option<String>> {
+        let at = |v: &Value| v.get("at_ms").and_then(Value::as_u64);
         match self.client.request::<Value>("stats", vec![]) {
+            Ok(cur) if self.prev.as_ref().is_some_and(|p| at(p) == at(&cur)) => Ok(None),
             Ok(cur) => {
                 let text = format::block(&self.meta, self.prev.as_ref(), &cur);
                 self.prev = Some(cur);
@@ -98,6 +106,7 @@ impl Monitor {
     }
 
     /// Prints a block every `interval` until `should_exit` says so or the scheduler goes away.
+    /// When no new sample is there yet, it asks again soon rather than a whole interval later.
     pub fn run(
         &mut self,
         interval: Duration,
@@ -105,10 +114,14 @@ impl Monitor {
         mut out: impl FnMut(&str) -> Result<()>,
     ) -> Result<()> {
         while !should_exit() {
-            if let Some(text) = self.poll()? {
-                out(&text)?;
-            }
-            let until = Instant::now() + interval;
+            let wait = match self.poll()? {
+                Some(text) => {
+                    out(&text)?;
+                    interval
+                }
+                None => RETRY.min(interval),
+            };
+            let until = Instant::now() + wait;
             while !should_exit() && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(50).min(interval));
             }

@@ -254,6 +254,8 @@ fn server_and_monitor_round_trip() {
     publisher.publish(metrics(true));
     let first = mon.poll().unwrap().expect("a block");
     assert!(line(&first, "nr_dispatches").ends_with(" 3000"), "{first}");
+    // The daemon has not sampled again: the same sample is not printed twice.
+    assert_eq!(mon.poll().unwrap(), None);
     let mut later = metrics(true);
     later.at_ms += 1_000;
     later.nr_dispatches += 500;
