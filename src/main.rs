@@ -72,7 +72,9 @@ struct Cli {
 
     /// Copy the kernel's trace pipe (bpf_printk output, enabled trace events) to stderr while
     /// the scheduler runs, each line prefixed "trace: ". Reads /sys/kernel/tracing/trace_pipe,
-    /// else /sys/kernel/debug/tracing/trace_pipe; reading it consumes it.
+    /// else /sys/kernel/debug/tracing/trace_pipe; reading it consumes it. The scheduler then
+    /// prints there every task that waited longer than the overflow rescue age to run ("slow
+    /// wait"), with the queue it waited in and the dispatch step that ran it.
     #[arg(short, long)]
     debug: bool,
 
@@ -187,6 +189,7 @@ fn run(cli: &Cli) -> Result<()> {
         compositors: cli.compositors.clone(),
         exit_dump_len: cli.exit_dump_len,
         open_opts,
+        trace_slow: cli.debug,
     };
     info!(
         "starting ({}, mode {})",

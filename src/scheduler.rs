@@ -34,6 +34,9 @@ pub struct Options {
     pub exit_dump_len: u32,
     /// From [`crate::libbpf_opts::open_opts`].
     pub open_opts: Option<bpf_object_open_opts>,
+    /// `-d/--debug`: the BPF program prints each wait longer than the overflow rescue age to the
+    /// trace pipe, with its path.
+    pub trace_slow: bool,
 }
 
 pub struct Scheduler<'obj> {
@@ -75,6 +78,7 @@ impl<'obj> Scheduler<'obj> {
             *slot = *l2;
         }
         rodata.hybrid_ro = u8::from(layout.hybrid);
+        rodata.trace_slow_ro = u8::from(opts.trace_slow);
         for (slot, size) in rodata.cpu_size_ro.iter_mut().zip(&layout.cpu_size) {
             *slot = *size;
         }

@@ -470,6 +470,8 @@ fn full_gate() {
     eprintln!("gate full_gate: stats passed");
     layer_status();
     eprintln!("gate full_gate: status passed");
+    layer_debug();
+    eprintln!("gate full_gate: debug passed");
     layer_hotplug();
     eprintln!("gate full_gate: hotplug passed");
     faults::layer_kill9();
@@ -482,6 +484,63 @@ fn full_gate() {
     eprintln!("gate full_gate: contention passed");
     stall::layer_starvation();
     eprintln!("gate full_gate: starvation passed");
+}
+
+/// `-d`: the BPF program reports waits longer than the overflow rescue age on the trace pipe, and
+/// the daemon copies them to its output. Twice as many busy loops as CPUs make BATCH tasks wait
+/// in the batch overflow a batch slice or more, so such lines must come, each one at least that
+/// age, and the loops' lines must name the batch overflow.
+fn layer_debug() {
+    require_gate_environment();
+    let mut sched = SchedulerProc::start(&["-d"]);
+    sched.wait_attached();
+    let mut mix = Mix::new();
+    for _ in 0..2 * online_cpus().len() {
+        mix.named_hog("pdb-slow");
+    }
+    mix.run_for(Duration::from_secs(4), |_| {});
+    sched.stop();
+    let out = sched.output();
+    let rescue_us = out
+        .lines()
+        .find_map(|l| {
+            let (n, unit) = l.split_once("overflow rescue")?.1.trim().split_once(' ')?;
+            let scale = match unit {
+                "ms" => 1000.0,
+                "us" => 1.0,
+                _ => return None,
+            };
+            Some((n.parse::<f64>().ok()? * scale) as u64)
+        })
+        .unwrap_or_else(|| panic!("no overflow rescue age in the startup lines:\n{out}"));
+    let slow: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("trace: ") && l.contains("slow wait "))
+        .collect();
+    eprintln!(
+        "gate debug: {} slow-wait lines (overflow rescue {rescue_us} us), first: {:?}",
+        slow.len(),
+        slow.first()
+    );
+    for l in &slow {
+        let us: u64 = l
+            .split_once("slow wait ")
+            .and_then(|(_, r)| r.split_once(" us:"))
+            .and_then(|(n, _)| n.parse().ok())
+            .unwrap_or_else(|| panic!("unparsable slow-wait line: {l}"));
+        assert!(us >= rescue_us, "reported a wait below the threshold: {l}");
+    }
+    assert!(
+        slow.iter()
+            .any(|l| l.contains("pdb-slow") && l.contains("dsq 0x2000")),
+        "no slow wait of a busy loop in the batch overflow:\n{out}"
+    );
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn debug() {
+    layer_debug();
 }
 
 /// One `--stats` / `--monitor` block as field name -> the rest of its line.

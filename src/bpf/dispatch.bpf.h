@@ -152,7 +152,28 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
 	return true;
 }
 
-static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev)
+/*
+ * Which step of the waterfall gave the CPU its next task, in order; -d/--debug prints it beside
+ * each long wait (trace_slow_ro).
+ */
+enum disp_step {
+	DISP_NONE,		/* nothing queued: the CPU idles or its runner goes on */
+	DISP_STARVATION_RESCUE,
+	DISP_DRAIN_OFFLINE,
+	DISP_KEEP_PREV,
+	DISP_OWE_LOCAL,
+	DISP_OVERFLOW_RESCUE,
+	DISP_CODEL_RESCUE,
+	DISP_OWN_PCPU,
+	DISP_STEAL_AGED,
+	DISP_NODE_DSQ,
+	DISP_BATCH_DSQ,
+	DISP_STEAL_ANY,
+	DISP_OTHER_NODE,
+	DISP_KEEP_RUNNING,	/* dispatch() step 7, after the waterfall found nothing */
+};
+
+static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_struct *prev)
 {
 	struct topo_params *tp = topo();
 	struct tuning_knobs *k = knobs();
@@ -160,18 +181,18 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 	s32 victim;
 
 	if (!tp)
-		return false;
+		return DISP_NONE;
 
 	/* Safety net first: the hard starvation cap cannot be gated by anything below. */
 	if (service_aged_overflow(cpu, node, tp->starvation_rescue_ns, 0)) {
 		STAT_INC(nr_starvation_rescue);
 		cpu_ctx(cpu)->owe_local = 1;
-		return true;
+		return DISP_STARVATION_RESCUE;
 	}
 	if (drain_offline())
-		return true;
+		return DISP_DRAIN_OFFLINE;
 	if (prev && keep_prev(prev, cpu, node, k, tp))
-		return true;
+		return DISP_KEEP_PREV;
 	/*
 	 * With batch slices longer than the rescue threshold, the overflow is aged again at every
 	 * dispatch; alternating with the own DSQ keeps a woken interactive task queued here from
@@ -180,13 +201,13 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 	if (cpu_ctx(cpu)->owe_local) {
 		cpu_ctx(cpu)->owe_local = 0;
 		if (move_pcpu(cpu))
-			return true;
+			return DISP_OWE_LOCAL;
 	}
 	if (k && service_aged_overflow(cpu, node, tp->overflow_rescue_ns, k->batch_slice_ns)) {
 		STAT_INC(nr_overflow_rescue);
 		codel_note_rescue();
 		cpu_ctx(cpu)->owe_local = 1;
-		return true;
+		return DISP_OVERFLOW_RESCUE;
 	}
 	/*
 	 * CoDel: this CPU's waits stayed above the target for a whole interval. Serving the shared
@@ -198,13 +219,13 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 			STAT_INC(nr_overflow_rescue);
 			codel_note_rescue();
 			cpu_ctx(cpu)->owe_local = 1;
-			return true;
+			return DISP_CODEL_RESCUE;
 		}
 	}
 
 	/* 0: own per-CPU DSQ, cache-hot. */
 	if (move_pcpu(cpu))
-		return true;
+		return DISP_OWN_PCPU;
 
 	/*
 	 * 1: steal from the nearest per-CPU DSQs by R_eff, within the tau-derived budget, work that
@@ -215,19 +236,19 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 			   k ? k->preempt_thresh_ns : 0, tp);
 	if (victim >= 0 && move_pcpu(victim)) {
 		STAT_INC(nr_steals);
-		return true;
+		return DISP_STEAL_AGED;
 	}
 
 	/* 4, 5: node overflow DSQs, interactive before batch. */
 	if (move_shared_near(node_dsq(node), &node_dsq_since[node & (MAX_NODES - 1)], cpu))
-		return true;
+		return DISP_NODE_DSQ;
 	if (move_shared_near(batch_dsq(node), &batch_dsq_since[node & (MAX_NODES - 1)], cpu))
-		return true;
+		return DISP_BATCH_DSQ;
 	/* 5b: rather than go idle, steal per-CPU work of any age. */
 	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp);
 	if (victim >= 0 && move_pcpu(victim)) {
 		STAT_INC(nr_steals);
-		return true;
+		return DISP_STEAL_ANY;
 	}
 
 	/* 6: other nodes. */
@@ -238,9 +259,9 @@ static __always_inline bool dispatch_waterfall(s32 cpu, struct task_struct *prev
 			continue;
 		if (move_shared_near(node_dsq(i), &node_dsq_since[i & (MAX_NODES - 1)], cpu) ||
 		    move_shared_near(batch_dsq(i), &batch_dsq_since[i & (MAX_NODES - 1)], cpu))
-			return true;
+			return DISP_OTHER_NODE;
 	}
-	return false;
+	return DISP_NONE;
 }
 
 #endif /* __PANDEMONIUM_DISPATCH_BPF_H */

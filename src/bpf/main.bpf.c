@@ -312,16 +312,19 @@ void BPF_STRUCT_OPS(pandemonium_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct tuning_knobs *k;
 	struct task_ctx *tctx;
+	enum disp_step step;
 
 	STAT_INC(nr_dispatches);
-	if (dispatch_waterfall(cpu, prev))
-		return;
-
+	step = dispatch_waterfall(cpu, prev);
 	/* 7: nothing queued anywhere; let the previous task keep the CPU if it still wants it. */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && (k = knobs()) && (tctx = task_ctx(prev))) {
+	if (step == DISP_NONE && prev && (prev->scx.flags & SCX_TASK_QUEUED) && (k = knobs()) &&
+	    (tctx = task_ctx(prev))) {
 		prev->scx.slice = task_slice(tctx, k);
 		STAT_INC(nr_keep_running);
+		step = DISP_KEEP_RUNNING;
 	}
+	if (trace_slow_ro)
+		cpu_ctx(cpu)->disp_step = step;
 }
 
 void BPF_STRUCT_OPS(pandemonium_runnable, struct task_struct *p, u64 enq_flags)
@@ -337,6 +340,24 @@ void BPF_STRUCT_OPS(pandemonium_runnable, struct task_struct *p, u64 enq_flags)
 	if (h)
 		h->sleep[log2_bucket(bpf_ktime_get_ns() - tctx->sleep_at, NR_SLEEP_BUCKETS)]++;
 	tctx->sleep_at = 0;
+}
+
+/*
+ * -d/--debug: a wait longer than the overflow rescue age, with the DSQ it waited in (a CPU id is
+ * that CPU's own DSQ, 0xc000000000000000|cpu its local DSQ, 0x10000+node and 0x20000+node the
+ * node and batch overflows) and the step of this CPU's last dispatch (enum disp_step; 0 when the
+ * task was put straight into the local DSQ, with no dispatch since the previous run).
+ */
+static __always_inline void trace_slow_wait(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+					    u64 lat, struct topo_params *tp)
+{
+	struct cpu_ctx *c = cpu_ctx(cpu);
+
+	if (lat >= tp->overflow_rescue_ns)
+		bpf_printk("slow wait %llu us: pid %d %s tier %d (queued as %d) samples %u dsq 0x%llx enq_flags 0x%llx cpu %d step %d",
+			   lat / USEC_NS, p->pid, p->comm, tctx->tier, tctx->enq_tier,
+			   tctx->samples, tctx->enq_dsq, tctx->enq_flags, cpu, c->disp_step);
+	c->disp_step = DISP_NONE;
 }
 
 void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
@@ -382,6 +403,8 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	tctx->enqueue_at = 0;
 	if ((tp = topo()))
 		codel_observe(cpu, lat, now, tp);
+	if (trace_slow_ro && tp)
+		trace_slow_wait(p, tctx, cpu, lat, tp);
 	h = bpf_map_lookup_elem(&hist_map, &zero);
 	if (h)
 		h->wake_lat[tier_idx(tctx->tier)][log2_bucket(lat, NR_LAT_BUCKETS)]++;

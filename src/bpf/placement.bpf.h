@@ -61,9 +61,15 @@ static __always_inline u64 task_slice(const struct task_ctx *tctx, const struct 
 	return s < cap ? s : cap;
 }
 
-static __always_inline void mark_enqueued(struct task_ctx *tctx, u64 now)
+static __always_inline void mark_enqueued(struct task_ctx *tctx, u64 now, u64 dsq,
+					  u64 enq_flags)
 {
 	tctx->enqueue_at = now;
+	if (trace_slow_ro) {
+		tctx->enq_tier = tctx->tier;
+		tctx->enq_dsq = dsq;
+		tctx->enq_flags = enq_flags;
+	}
 }
 
 static __always_inline void mark_shared_since(u64 *since, u64 now)
@@ -77,7 +83,7 @@ static __always_inline void insert_shared(struct task_struct *p, struct task_ctx
 {
 	u64 now = bpf_ktime_get_ns();
 
-	mark_enqueued(tctx, now);
+	mark_enqueued(tctx, now, dsq, enq_flags);
 	scx_bpf_dsq_insert_vtime(p, dsq, slice, vtime, enq_flags);
 	mark_shared_since(since, now);
 	STAT_INC(nr_shared);
@@ -107,7 +113,7 @@ static __always_inline void insert_pcpu(struct task_struct *p, struct task_ctx *
 {
 	u64 now = bpf_ktime_get_ns();
 
-	mark_enqueued(tctx, now);
+	mark_enqueued(tctx, now, cpu, enq_flags);
 	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
 	mark_shared_since(&cpu_ctx(cpu)->pcpu_since, now);
 	STAT_INC(nr_pcpu);
@@ -124,7 +130,7 @@ static __always_inline void insert_pcpu(struct task_struct *p, struct task_ctx *
 static __always_inline void insert_local(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 					 u64 slice, u64 enq_flags)
 {
-	mark_enqueued(tctx, bpf_ktime_get_ns());
+	mark_enqueued(tctx, bpf_ktime_get_ns(), SCX_DSQ_LOCAL_ON | cpu, enq_flags);
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
 }
 

@@ -20,6 +20,12 @@ const volatile u16 cpu_l2_ro[MAX_CPUS];
  */
 const volatile u8 hybrid_ro;
 const volatile u8 cpu_size_ro[MAX_CPUS];
+/*
+ * -d/--debug: every wait from a DSQ insertion to running() longer than the overflow rescue age is
+ * printed to the trace pipe, with the DSQ the task waited in and the dispatch step that ran it, so
+ * a rare long wait names its own path. Off (0), the verifier drops every branch that reads it.
+ */
+const volatile u8 trace_slow_ro;
 
 /*
  * A u32-indexed array map, the kind the daemon reads and writes through the skeleton: one slot
@@ -66,6 +72,9 @@ struct task_ctx {
 	u8 tier;
 	u8 flags;          /* enum task_flags */
 	u8 sync_wake;      /* select_cpu saw a wakeup whose waker keeps running: enqueue reads it */
+	u8 enq_tier;       /* trace_slow_ro only: the tier it was queued with */
+	u64 enq_dsq;       /* trace_slow_ro only: the DSQ of the last insertion */
+	u64 enq_flags;     /* trace_slow_ro only: that insertion's enqueue flags */
 };
 
 struct {
@@ -86,6 +95,7 @@ struct cpu_ctx {
 	u8 owe_local;	 /* last dispatch served the overflow: the own DSQ goes first next time */
 	u8 local_urgent; /* interactive work was queued locally behind a rescued BATCH task */
 	u8 drain;	 /* went offline while running: its own DSQ may still hold tasks */
+	u8 disp_step;	 /* trace_slow_ro only: the enum disp_step of this CPU's last dispatch */
 	u64 run_deadline; /* dsq_vtime + slice of the task that started running here */
 	u64 pcpu_since;   /* since when this CPU's own DSQ has held work (0: empty) */
 } __attribute__((aligned(64)));
