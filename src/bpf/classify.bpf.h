@@ -61,6 +61,18 @@ static __always_inline u64 ewma(u64 avg, u64 sample)
 	return avg - (avg >> EWMA_SHIFT) + (sample >> EWMA_SHIFT);
 }
 
+/*
+ * A rate's EWMA starts at its first observation (0 means none yet). From 0 a rate read 1/8 of
+ * itself after one sample and under half after five, so the score (a product of two rates) read
+ * 1/64 of the task's rhythm at first: a periodic probe whose start ended in one long sleep scored
+ * BATCH on its first burst, and its next wakeup waited 60-140 ms in the batch DSQ behind the
+ * bench's busy loops (bench longrun and latency phases, -d trace: 1 run in 5 at 2 vCPUs).
+ */
+static __always_inline u32 rate_ewma(u32 avg, u32 sample)
+{
+	return avg ? ewma(avg, sample) : sample;
+}
+
 static __always_inline u64 freq_of(u64 interval_ns)
 {
 	u64 f = NSEC_PER_SEC / (interval_ns > 1000 ? interval_ns : 1000);
@@ -182,7 +194,7 @@ static __always_inline void warm_start(const struct task_struct *p, struct task_
 static __always_inline void note_wakeup(struct task_ctx *tctx, u64 now)
 {
 	if (tctx->last_wake_at)
-		tctx->wake_freq = ewma(tctx->wake_freq, freq_of(now - tctx->last_wake_at));
+		tctx->wake_freq = rate_ewma(tctx->wake_freq, freq_of(now - tctx->last_wake_at));
 	tctx->last_wake_at = now;
 }
 
@@ -201,6 +213,8 @@ static __always_inline void start_over(struct task_ctx *tctx, u64 now)
 	tctx->avg_runtime = 0;
 	tctx->runtime_dev = 0;
 	tctx->awake_runtime = 0;
+	tctx->wake_freq = 0;
+	tctx->csw_rate = 0;
 	tctx->last_wake_at = now;
 	if (tctx->tier == TIER_BATCH && !(tctx->flags & TF_HIPRIO_KTHREAD))
 		tctx->tier = TIER_INTERACTIVE;
@@ -217,7 +231,7 @@ static __always_inline void note_stop(const struct task_struct *p, struct task_c
 	u8 tier;
 
 	if (tctx->last_stop_at)
-		tctx->csw_rate = ewma(tctx->csw_rate, freq_of(now - tctx->last_stop_at));
+		tctx->csw_rate = rate_ewma(tctx->csw_rate, freq_of(now - tctx->last_stop_at));
 	tctx->last_stop_at = now;
 
 	tctx->awake_runtime += used;
@@ -245,10 +259,13 @@ static __always_inline void note_stop(const struct task_struct *p, struct task_c
 	 * its averages mean something: a program's start (exec, dynamic linking, its init) is one
 	 * burst with no wakeup behind it, so it always scored BATCH, and /bin/true under load waited
 	 * behind the busy loops' batch slices (launch P99 2.6x EEVDF's). A hog turns BATCH after
-	 * MATURE_SAMPLES slices. A task that sleeps and wakes is judged by that rhythm at once:
-	 * holding hackbench's senders INTERACTIVE cost it 1.3x EEVDF's time instead of 1.1x.
+	 * MATURE_SAMPLES slices. A task that sleeps and wakes is judged by that rhythm as soon as
+	 * it has one, two bursts: holding hackbench's senders INTERACTIVE until maturity cost it
+	 * 1.3x EEVDF's time instead of 1.1x. One burst is not a rhythm: its rates span the sleep
+	 * that ended the program's start, however long that was (the probe above, BATCH on its
+	 * first burst after a long first sleep).
 	 */
-	if (tier != TIER_BATCH || task_mature(tctx) || tctx->last_wake_at ||
+	if (tier != TIER_BATCH || task_mature(tctx) || (tctx->last_wake_at && tctx->samples >= 2) ||
 	    (tctx->flags & TF_HIPRIO_KTHREAD))
 		tctx->tier = tier;
 	publish_profile(p, tctx);
