@@ -494,6 +494,7 @@ fn layer_debug() {
     require_gate_environment();
     let mut sched = SchedulerProc::start(&["-d"]);
     sched.wait_attached();
+    let rescue_us = maps::read_topo().overflow_rescue_ns / 1000;
     let mut mix = Mix::new();
     for _ in 0..2 * online_cpus().len() {
         mix.named_hog("pdb-slow");
@@ -501,18 +502,6 @@ fn layer_debug() {
     mix.run_for(Duration::from_secs(4), |_| {});
     sched.stop();
     let out = sched.output();
-    let rescue_us = out
-        .lines()
-        .find_map(|l| {
-            let (n, unit) = l.split_once("overflow rescue")?.1.trim().split_once(' ')?;
-            let scale = match unit {
-                "ms" => 1000.0,
-                "us" => 1.0,
-                _ => return None,
-            };
-            Some((n.parse::<f64>().ok()? * scale) as u64)
-        })
-        .unwrap_or_else(|| panic!("no overflow rescue age in the startup lines:\n{out}"));
     let slow: Vec<&str> = out
         .lines()
         .filter(|l| l.contains("trace: ") && l.contains("slow wait "))

@@ -64,9 +64,14 @@ fn value(cur: &Value, prev: Option<&Value>, counter: bool, secs: Option<f64>) ->
     }
 }
 
+/// When a sample was taken (its `at_ms`): what tells two samples apart.
+pub fn sample_at(v: &Value) -> Option<u64> {
+    v.get("at_ms").and_then(Value::as_u64)
+}
+
 /// One block for sample `cur`, with rates against `prev` when there is one.
 pub fn block(meta: &StatsMeta, prev: Option<&Value>, cur: &Value) -> String {
-    let at = |v: &Value| v.get("at_ms").and_then(Value::as_u64);
+    let at = sample_at;
     let secs = prev
         .and_then(|p| Some((at(cur)?.checked_sub(at(p)?)?) as f64 / 1000.0))
         .filter(|s| *s > 0.0);

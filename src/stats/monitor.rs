@@ -84,7 +84,7 @@ impl Monitor {
     /// poll can land twice between two of its samples; printing that one again would show a
     /// block whose counters did not move.
     pub fn poll(&mut self) -> Result<Option<String>> {
-        let at = |v: &Value| v.get("at_ms").and_then(Value::as_u64);
+        let at = format::sample_at;
         match self.client.request::<Value>("stats", vec![]) {
             Ok(cur) if self.prev.as_ref().is_some_and(|p| at(p) == at(&cur)) => Ok(None),
             Ok(cur) => {

@@ -5,7 +5,9 @@
 use bytemuck::{Pod, bytes_of, try_pod_read_unaligned};
 use libbpf_rs::query::MapInfoIter;
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
-use scx_pandemonium::bpf_intf::{AffinityRow, CommKey, Stats, TaskClassEntry, TuningKnobs};
+use scx_pandemonium::bpf_intf::{
+    AffinityRow, CommKey, Stats, TaskClassEntry, TopoParams, TuningKnobs,
+};
 use std::collections::HashMap;
 
 /// The newest map of that name (a previous instance's maps are gone once it detached).
@@ -61,6 +63,11 @@ fn lookup_one<V: Pod>(name: &str, key: u32) -> V {
 
 pub fn read_rank_row(cpu: u32) -> AffinityRow {
     lookup_one("affinity_rank", cpu)
+}
+
+/// The topology-derived constants (the tau table) BPF is using.
+pub fn read_topo() -> TopoParams {
+    lookup_one("topo_map", 0)
 }
 
 /// The knobs BPF is using now (what the adaptive loop last wrote, or the defaults).
