@@ -464,27 +464,6 @@ static __always_inline void update_longrun(struct topo_params *tp, u64 now)
 }
 
 /*
- * Is the task at the head of @cpu's own DSQ anything but BATCH? Such a task was placed on this
- * CPU at wakeup and no other CPU's tick looks at it: without this check it waited out the whole
- * batch slice of the task running here (BPF-only mode's 20 ms slices showed as a 40 ms P99 at
- * 4 vCPUs in the gate's latency layer).
- */
-static __always_inline bool pcpu_head_interactive(s32 cpu)
-{
-	struct task_struct *w;
-	struct task_ctx *wctx;
-
-	/* The common case on a busy CPU: nothing queued here, no iterator to set up. */
-	if (scx_bpf_dsq_nr_queued(cpu) <= 0)
-		return false;
-	bpf_for_each(scx_dsq, w, cpu, 0) {
-		wctx = task_ctx(w);
-		return wctx && wctx->tier != TIER_BATCH;
-	}
-	return false;
-}
-
-/*
  * A BATCH task yields its CPU once an interactive task has waited in the node DSQ longer than
  * preempt_thresh_ns (4x sooner while a LAT_CRITICAL one is among them), or once it has itself
  * run that long while an interactive task waits in this CPU's own DSQ; that CPU's next dispatch
