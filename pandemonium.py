@@ -47,7 +47,9 @@ def add_vm_parser(sub: argparse._SubParsersAction) -> None:
                         "a version or version prefix (7.3.4+deb13-cloud-amd64, 7.2), or a "
                         "directory with vmlinuz* and config*")
     p.add_argument("--accel", choices=MODES, default="auto",
-                   help="auto: KVM if it really works here, else tcg-single (default: auto)")
+                   help="auto: KVM if it really works here, else tcg-single (default: auto). "
+                        "tcg-icount: single-threaded TCG whose guest clock counts instructions "
+                        "(1 ns each, idle skipped): slower, but host load does not move it")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
                    help=f"kill the guest after S seconds (default: {DEFAULT_TIMEOUT_S})")
     p.add_argument("--out", metavar="DIR",

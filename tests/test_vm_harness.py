@@ -377,6 +377,11 @@ def test_accel_modes_and_qemu_command():
     joined = " ".join(cmd)
     assert "-accel tcg,thread=single" in joined and "-smp 4" in joined and "-m 1024" in joined
     assert "-no-reboot" in cmd and "panic=-1" in joined and "console=ttyS0" in joined
+    # The deterministic mode must stay single-threaded: QEMU refuses icount with thread=multi.
+    cmd = qemu.qemu_command(Path("/k"), Path("/i"), cpus=2, mem_mb=1024, accel="tcg-icount")
+    joined = " ".join(cmd)
+    assert "-accel tcg,thread=single" in joined and "-icount shift=0,sleep=off" in joined
+    assert accel.resolve("tcg-icount", Path("/nonexistent")) == "tcg-icount"
 
 
 # -- CLI ----------------------------------------------------------------------------

@@ -91,8 +91,11 @@ def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
     p.add_argument("--phase-seconds", type=int, metavar="S", default=spec.phase_s,
                    help=f"length of each timed phase (default {spec.phase_s or P.Sizes().phase_s})")
     p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")
-    p.add_argument("--accel", choices=["tcg-single", "tcg-multi", "kvm"],
-                   help="default: tcg-multi if vCPUs <= host cores, else tcg-single")
+    p.add_argument("--accel", choices=["tcg-single", "tcg-multi", "tcg-icount", "kvm"],
+                   help="default: tcg-multi if vCPUs <= host cores, else tcg-single. "
+                        "tcg-icount: guest time counts instructions, so host load cannot move "
+                        "the figures (repeatable A/B runs), but an IPI or an idle vCPU's wakeup "
+                        "costs no more than its instructions")
     p.add_argument("--vm", action="store_true",
                    help="run in the VM even on a sched_ext kernel as root")
     p.add_argument("--no-build", action="store_true",
