@@ -15,6 +15,7 @@ from pathlib import Path
 from pandemonium_common import PandemoniumError, cache_dir, log, scheduler_binary, \
     tools_binary
 
+from ..vm.accel import MODES
 from . import anchors
 from . import plan as P
 from . import scoreboard
@@ -91,7 +92,7 @@ def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
     p.add_argument("--phase-seconds", type=int, metavar="S", default=spec.phase_s,
                    help=f"length of each timed phase (default {spec.phase_s or P.Sizes().phase_s})")
     p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")
-    p.add_argument("--accel", choices=["tcg-single", "tcg-multi", "tcg-icount", "kvm"],
+    p.add_argument("--accel", choices=[m for m in MODES if m != "auto"],
                    help="default: tcg-multi if vCPUs <= host cores, else tcg-single. "
                         "tcg-icount: guest time counts instructions, so host load cannot move "
                         "the figures (repeatable A/B runs), but an IPI or an idle vCPU's wakeup "

@@ -25,11 +25,11 @@ QEMU_ACCEL_ARGS = {
     "tcg-multi": ["-accel", "tcg,thread=multi"],
     # Guest time counts executed instructions (1 ns each) and skips idle time, so host load
     # cannot move a guest timing: hackbench beside busy loops took 0.50-0.52 s (ours) and
-    # 0.68-0.73 s (EEVDF) in one boot, against 0.98-1.80 s and 0.96-1.15 s under tcg-multi on
-    # a busy host (one boot each). At 1 ns the guest's figures keep tcg-multi's scale; shift=2 made the work 4x
-    # slower against the 4 ms tick and moved the ratio (hackbench 1.0x EEVDF instead of 0.73x).
-    # It does not charge the wall-clock price of emulating an IPI or waking a halted vCPU, which
-    # tcg-multi overstates; a CPU-bound phase runs ~10x slower than its guest time.
+    # 0.68-0.73 s (EEVDF) in one boot, against 0.98-1.80 s and 0.96-1.15 s in one tcg-multi
+    # boot on a busy host. 1 ns keeps tcg-multi's scale; shift=2 made the work 4x slower against
+    # the 4 ms tick and moved the ratio (hackbench 1.0x EEVDF instead of 0.73x). It does not
+    # charge the wall-clock price of emulating an IPI or waking a halted vCPU, which tcg-multi
+    # overstates; a CPU-bound phase runs ~10x slower than its guest time.
     "tcg-icount": ["-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off"],
     "kvm": ["-accel", "kvm"],
 }
