@@ -12,7 +12,9 @@
 //! documented fallback as the sysfs reader when scx_utils found no cache id.
 //!
 //! scx_utils refuses trees the sysfs reader tolerates (a missing `cluster_id`, a negative
-//! package id, a CPU in no NUMA node); then the sysfs reader reads `/sys` with its fallbacks.
+//! package id, a CPU in no NUMA node). Then the scheduler stops with scx_utils' reason, as every
+//! scx scheduler does there: the sysfs reader is the fixtures' and the fuzzer's, not a second
+//! live detector (#17).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +23,7 @@ use anyhow::{Context, Result, ensure};
 
 use super::shared::{FB_NO_CACHE, FB_NO_L2, FB_NO_L3, Findings};
 use super::union_find::UnionFind;
-use super::{SysfsTree, Topology, TopologySource};
+use super::{Topology, TopologySource};
 
 /// The running machine, read through `scx_utils::Topology`.
 pub struct Live;
@@ -37,16 +39,14 @@ impl Live {
 impl TopologySource for Live {
     fn topology(&self) -> Result<Topology> {
         let root = Self::sysfs_root();
-        let scx = scx_utils::Topology::new().context("scx_utils could not read the topology");
-        match scx.and_then(|t| from_scx(&t, &root)) {
-            Ok(topo) => Ok(topo),
-            Err(e) => {
-                let mut topo = SysfsTree(&root).topology().context(format!("{e:#}"))?;
-                topo.warnings
-                    .insert(0, format!("{e:#}; read {} directly", root.display()));
-                Ok(topo)
-            }
-        }
+        let scx = scx_utils::Topology::new().with_context(|| {
+            format!(
+                "scx_utils could not read the CPU topology under {} (every scx scheduler reads \
+                 it the same way; this kernel's sysfs lacks or garbles what it needs)",
+                root.display()
+            )
+        })?;
+        from_scx(&scx, &root)
     }
 }
 

@@ -24,8 +24,8 @@
 //! - `model`: [`TopologyModel`], the affinity ranks and the startup log.
 //!
 //! # Detection fallbacks
-//! Both readers apply these (the `shared` module holds the common steps; [`Live`]
-//! hands a tree scx_utils refuses to the sysfs reader whole).
+//! Both readers apply these (the `shared` module holds the common steps; a tree
+//! scx_utils refuses is an error on the live path).
 //! Real sysfs trees are often incomplete (containers, VMs, odd arches), so a
 //! missing file degrades to a documented guess and a line in
 //! [`Topology::warnings`]; a file that exists but holds garbage is an error
