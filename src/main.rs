@@ -93,15 +93,19 @@ struct Cli {
     moved: Option<Moved>,
 }
 
-/// The tools' old spelling, `scx_pandemonium probe|stress ...`: they moved to their own binary.
-/// Parsed (hidden, with whatever follows) only so a script still calling them here is told where
-/// they went instead of getting clap's "unexpected argument".
+/// The tools' old spelling, `scx_pandemonium probe|stress ...`: they moved to their own binary;
+/// and the published scx_pandemonium's test-harness command `stress-worker --cpu N`, which a
+/// script written for that binary (same name) may still call. Parsed (hidden, with whatever
+/// follows) only so the caller is told what to run instead of getting clap's "unrecognized
+/// subcommand".
 #[derive(Subcommand, Debug)]
 enum Moved {
     #[command(hide = true, disable_help_flag = true)]
     Probe(MovedArgs),
     #[command(hide = true, disable_help_flag = true)]
     Stress(MovedArgs),
+    #[command(hide = true, disable_help_flag = true)]
+    StressWorker(MovedArgs),
 }
 
 #[derive(Args, Debug)]
@@ -115,6 +119,12 @@ impl Moved {
         let tool = match self {
             Moved::Probe(_) => "probe",
             Moved::Stress(_) => "stress",
+            Moved::StressWorker(_) => {
+                return "`stress-worker` is the published scx_pandemonium's (5.x) test-harness \
+                        command; here one pinned busy loop is `taskset -c CPU pandemonium-tools \
+                        stress --workers 1 --long-runner`"
+                    .to_string();
+            }
         };
         format!(
             "`scx_pandemonium {tool}` moved to its own binary: run `pandemonium-tools {tool}` \
@@ -269,6 +279,12 @@ mod tests {
         assert!(msg.contains("run `pandemonium-tools probe`"), "{msg}");
         let cli = Cli::try_parse_from(["scx_pandemonium", "stress", "--workers", "2"]).unwrap();
         assert!(matches!(cli.moved, Some(Moved::Stress(_))));
+        let cli = Cli::try_parse_from(["scx_pandemonium", "stress-worker", "--cpu", "0"]).unwrap();
+        let msg = cli.moved.unwrap().message();
+        assert!(
+            msg.contains("pandemonium-tools stress --workers 1"),
+            "{msg}"
+        );
         let help = Cli::command().render_long_help().to_string();
         assert!(!help.contains("probe"), "{help}");
         assert!(!help.contains("stress"), "{help}");

@@ -58,6 +58,7 @@ fn help_lists_the_options() {
     for hidden in [
         "probe",
         "stress",
+        "stress-worker",
         "Commands:",
         "--slice-us",
         "--primary-domain",
@@ -96,6 +97,18 @@ fn the_scheduler_binary_says_where_the_tools_moved() {
         );
         assert_no_panic(&o);
     }
+    // The published scx_pandemonium's harness command: what to run here instead.
+    let o = bin()
+        .args(["stress-worker", "--cpu", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("taskset -c CPU pandemonium-tools stress"),
+        "{}",
+        text(&o)
+    );
+    assert_no_panic(&o);
 }
 
 /// Flags of other scx schedulers (here scx_loader's bpfland and lavd modes) end in a message
