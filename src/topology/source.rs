@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Where a [`Topology`] comes from: the running machine ([`super::Live`], through scx_utils) or
-//! a sysfs tree ([`SysfsTree`]: the test fixtures and the fuzzed trees; `topology/tests/live.rs` also
-//! reads `/sys` with it to check that both readers agree). Both apply the same documented fallbacks, so the model built from
-//! either is the same for the same machine.
+//! a sysfs tree ([`SysfsTree`]): the test fixtures, the fuzzed trees, and the checks that read
+//! `/sys` a second way to hold the live reader to it (`topology/tests/live.rs`, the gate's
+//! topology layer). The scheduler itself never uses it. Both apply the same documented
+//! fallbacks, so the model built from either is the same for the same machine.
 
 use std::path::Path;
 
