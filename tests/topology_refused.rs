@@ -14,12 +14,11 @@ fn a_tree_scx_utils_refuses_is_an_error_not_a_fallback() {
     let cpu = sys.join("devices/system/cpu");
     // Two CPUs with no topology/ directory: the sysfs reader's documented fallback (each its
     // own core in package 0); scx_utils needs core_id, physical_package_id and cluster_id.
-    for f in ["online", "possible"] {
-        fs::create_dir_all(&cpu).unwrap();
-        fs::write(cpu.join(f), "0-1\n").unwrap();
-    }
     for n in 0..2 {
         fs::create_dir_all(cpu.join(format!("cpu{n}"))).unwrap();
+    }
+    for f in ["online", "possible"] {
+        fs::write(cpu.join(f), "0-1\n").unwrap();
     }
 
     let ours = SysfsTree(&sys)
