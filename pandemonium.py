@@ -22,7 +22,7 @@ from pandemonium_install import (add_clean_parser, add_install_parser, add_rebui
 
 
 def add_vm_parser(sub: argparse._SubParsersAction) -> None:
-    from tools.pandemonium.vm.accel import MODES
+    from tools.pandemonium.vm.accel import ICOUNT_HELP, MODES
     from tools.pandemonium.vm.kernel import DEFAULT_KERNEL
     from tools.pandemonium.vm.runner import DEFAULT_MEM_MB, DEFAULT_TIMEOUT_S
 
@@ -48,8 +48,7 @@ def add_vm_parser(sub: argparse._SubParsersAction) -> None:
                         "directory with vmlinuz* and config*")
     p.add_argument("--accel", choices=MODES, default="auto",
                    help="auto: KVM if it really works here, else tcg-single (default: auto). "
-                        "tcg-icount: single-threaded TCG whose guest clock counts instructions "
-                        "(1 ns each, idle skipped): slower, but host load does not move it")
+                        + ICOUNT_HELP)
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
                    help=f"kill the guest after S seconds (default: {DEFAULT_TIMEOUT_S})")
     p.add_argument("--out", metavar="DIR",

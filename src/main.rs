@@ -116,20 +116,21 @@ struct MovedArgs {
 
 impl Moved {
     fn message(&self) -> String {
-        let tool = match self {
-            Moved::Probe(_) => "probe",
-            Moved::Stress(_) => "stress",
-            Moved::StressWorker(_) => {
-                return "`stress-worker` is the published scx_pandemonium's (5.x) test-harness \
-                        command; here one pinned busy loop is `taskset -c CPU pandemonium-tools \
-                        stress --workers 1 --long-runner`"
-                    .to_string();
-            }
+        let moved = |tool: &str| {
+            format!(
+                "`scx_pandemonium {tool}` moved to its own binary: run `pandemonium-tools {tool}` \
+                 (cargo builds it beside scx_pandemonium) with the same arguments"
+            )
         };
-        format!(
-            "`scx_pandemonium {tool}` moved to its own binary: run `pandemonium-tools {tool}` \
-             (cargo builds it beside scx_pandemonium) with the same arguments"
-        )
+        match self {
+            Moved::Probe(_) => moved("probe"),
+            Moved::Stress(_) => moved("stress"),
+            Moved::StressWorker(_) => "`stress-worker` is the published scx_pandemonium's (5.x) \
+                                       test-harness command; here one pinned busy loop is \
+                                       `taskset -c CPU pandemonium-tools stress --workers 1 \
+                                       --long-runner`"
+                .to_string(),
+        }
     }
 }
 

@@ -13,8 +13,8 @@
 //!
 //! scx_utils refuses trees the sysfs reader tolerates (a missing `cluster_id`, a negative
 //! package id, a CPU in no NUMA node). Then the scheduler stops with scx_utils' reason, as every
-//! scx scheduler does there: the sysfs reader is the fixtures' and the fuzzer's, not a second
-//! live detector (#17).
+//! scx scheduler does there: the sysfs reader is the tests' second opinion (see `source`), not a
+//! second live detector (#17).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -15,7 +15,7 @@ from pathlib import Path
 from pandemonium_common import PandemoniumError, cache_dir, log, scheduler_binary, \
     tools_binary
 
-from ..vm.accel import MODES
+from ..vm.accel import ICOUNT_HELP, MODES
 from . import anchors
 from . import plan as P
 from . import scoreboard
@@ -94,9 +94,7 @@ def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
     p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")
     p.add_argument("--accel", choices=[m for m in MODES if m != "auto"],
                    help="default: tcg-multi if vCPUs <= host cores, else tcg-single. "
-                        "tcg-icount: guest time counts instructions, so host load cannot move "
-                        "the figures (repeatable A/B runs), but an IPI or an idle vCPU's wakeup "
-                        "costs no more than its instructions")
+                        + ICOUNT_HELP)
     p.add_argument("--vm", action="store_true",
                    help="run in the VM even on a sched_ext kernel as root")
     p.add_argument("--no-build", action="store_true",

@@ -18,6 +18,10 @@ from pathlib import Path
 from pandemonium_common import cache_dir, log
 
 MODES = ("auto", "tcg-single", "tcg-multi", "tcg-icount", "kvm")
+# What tcg-icount means, for every --accel help that offers it (vm, bench-*).
+ICOUNT_HELP = ("tcg-icount: single-threaded TCG whose guest clock counts instructions (1 ns "
+               "each, idle skipped), so host load cannot move a figure (repeatable A/B runs); "
+               "slower, and an IPI or an idle vCPU's wakeup costs no more than its instructions")
 # tcg thread=multi once oopsed the guest ("int3" in __schedule while sched_ext patched
 # kernel text); thread=single never did, so it is the safe default.
 QEMU_ACCEL_ARGS = {
