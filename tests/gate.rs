@@ -274,6 +274,12 @@ fn topology() {
     layer_topology();
 }
 
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn hybrid() {
+    hybrid::layer_hybrid();
+}
+
 /// Every scheduler op passed the running kernel's verifier; prints the verified instruction counts
 /// (run on the default and on the newest kernel).
 fn layer_verifier() {
@@ -454,6 +460,8 @@ fn full_gate() {
     eprintln!("gate full_gate: classify passed");
     layer_topology();
     eprintln!("gate full_gate: topology passed");
+    hybrid::layer_hybrid();
+    eprintln!("gate full_gate: hybrid passed");
     layer_verifier();
     eprintln!("gate full_gate: verifier passed");
     layer_adaptive();

@@ -134,6 +134,13 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 		return cpu;
 	}
 	cpu = pick_idle_sized(p, tctx, prev_cpu, tp);
+	/* Synchronous wakeups never preempt (try_wakeup_preempt()). */
+	if (cpu < 0 && !tctx->sync_wake && cpu_ctx(bpf_get_smp_processor_id())->online &&
+	    (cpu = claim_big_batch(p, tctx, prev_cpu, tp)) >= 0) {
+		task_vtime(p, tctx, SCX_ENQ_WAKEUP, k, tp);
+		preempt_on(p, tctx, cpu, task_slice(tctx, k), 0);
+		return cpu;
+	}
 	if (cpu < 0)
 		cpu = find_idle_l2_sibling(p, prev_cpu, k);
 	if (cpu < 0) {
@@ -192,16 +199,7 @@ static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct tas
 		victim = claim_victim(p, cpu, vtime + slice, tp);
 	if (victim < 0)
 		return false;
-	insert_local(p, tctx, victim, slice, enq_flags | SCX_ENQ_PREEMPT);
-	/*
-	 * SCX_ENQ_PREEMPT into another CPU's local DSQ did not reliably end its runner's slice:
-	 * in the VM, 30 of 47 such wakeups of a 10 ms periodic task beside a fork storm waited out
-	 * the victim's whole 20 ms batch slice (ftrace, sched_wakeup to sched_switch), against
-	 * none of 119 on the waker's own CPU. The kick ends it: 0 of 56 after.
-	 */
-	if (victim != bpf_get_smp_processor_id())
-		kick_cpu(victim, SCX_KICK_PREEMPT);
-	STAT_INC(nr_hard_kicks);
+	preempt_on(p, tctx, victim, slice, enq_flags);
 	return true;
 }
 

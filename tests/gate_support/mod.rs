@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod faults;
+pub mod hybrid;
 pub mod maps;
 pub mod stall;
 pub mod standard;
@@ -79,6 +80,11 @@ pub struct SchedulerProc {
 
 impl SchedulerProc {
     pub fn start(extra: &[&str]) -> SchedulerProc {
+        Self::start_with_env(extra, &[])
+    }
+
+    /// [`SchedulerProc::start`] with extra environment variables.
+    pub fn start_with_env(extra: &[&str], env: &[(&str, &Path)]) -> SchedulerProc {
         let log = tempfile::Builder::new()
             .prefix("pandemonium-gate-")
             .suffix(".log")
@@ -89,6 +95,7 @@ impl SchedulerProc {
         let bin = scheduler_binary();
         let mut cmd = Command::new(&bin);
         cmd.args(gate_args()).args(extra);
+        cmd.envs(env.iter().copied());
         eprintln!("gate: starting {cmd:?}");
         let child = cmd
             .stdin(Stdio::null())

@@ -16,7 +16,12 @@ pub struct Progress {
     pub count: AtomicU64,
     last_ns: AtomicU64,
     worst_gap_ns: AtomicU64,
+    /// Ticks per CPU the worker was on when it ticked: where the scheduler put it.
+    on_cpu: Vec<AtomicU64>,
 }
+
+/// CPUs whose ticks [`Progress::on_cpu`] counts; the gate's guests have at most 4.
+const COUNTED_CPUS: usize = 64;
 
 fn now_ns(epoch: Instant) -> u64 {
     epoch.elapsed().as_nanos() as u64
@@ -26,6 +31,19 @@ impl Progress {
     fn tick(&self, epoch: Instant) {
         self.count.fetch_add(1, Ordering::Relaxed);
         self.last_ns.store(now_ns(epoch), Ordering::Relaxed);
+        // SAFETY: sched_getcpu(3) has no preconditions.
+        let cpu = unsafe { libc::sched_getcpu() };
+        if let Some(n) = usize::try_from(cpu).ok().and_then(|c| self.on_cpu.get(c)) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Ticks so far per CPU (index = CPU id).
+    pub fn ticks_per_cpu(&self) -> Vec<u64> {
+        self.on_cpu
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .collect()
     }
 }
 
@@ -63,6 +81,7 @@ impl Mix {
             count: AtomicU64::new(0),
             last_ns: AtomicU64::new(now_ns(self.epoch)),
             worst_gap_ns: AtomicU64::new(0),
+            on_cpu: (0..COUNTED_CPUS).map(|_| AtomicU64::new(0)).collect(),
         });
         let (pp, stop, epoch) = (p.clone(), self.stop.clone(), self.epoch);
         self.workers.push(p);
