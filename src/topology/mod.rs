@@ -46,6 +46,8 @@
 //! - `cpuN/cpu_capacity` on some online CPUs only -> sizes from the core
 //!   types if there are any, else uniform: a CPU wrongly taken for a little one
 //!   would keep interactive work off it.
+//! - `cpuN/cpu_capacity` the same on every CPU -> the core types decide (x86
+//!   kernels report 1024 everywhere when they do not model the asymmetry).
 //!
 //! Sharing lists may be mutually inconsistent or name offline CPUs; groups are
 //! built with union-find over the online CPUs, so they always partition them.

@@ -161,9 +161,9 @@ fn possible_cpus(
     Ok((possible, nr_cpu_ids))
 }
 
-/// Big and little CPUs: `cpu_capacity` when every online CPU has one, else Intel's hybrid PMU
-/// lists (`devices/cpu_core/cpus`, `devices/cpu_atom/cpus` under the sysfs `root`), else
-/// uniform. `capacity_of` holds the online CPUs that report a capacity.
+/// Big and little CPUs: `cpu_capacity` when every online CPU has one and they differ, else
+/// Intel's hybrid PMU lists (`devices/cpu_core/cpus`, `devices/cpu_atom/cpus` under the sysfs
+/// `root`), else uniform. `capacity_of` holds the online CPUs that report a capacity.
 fn detect_sizes(
     root: &Path,
     online: &[u32],
@@ -171,9 +171,14 @@ fn detect_sizes(
     fallbacks: &mut FallbackLog,
 ) -> Result<CpuSizes> {
     if capacity_of.len() == online.len() {
-        return Ok(CpuSizes::from_capacities(capacity_of));
-    }
-    if !capacity_of.is_empty() {
+        // x86 kernels that expose cpu_capacity (6.18 here) report 1024 on every CPU of a part
+        // whose asymmetry they do not model (Intel's with SMT on, AMD's): equal capacities
+        // are no answer there, so the other sources still get their say.
+        let sizes = CpuSizes::from_capacities(capacity_of);
+        if sizes.is_hybrid() {
+            return Ok(sizes);
+        }
+    } else if !capacity_of.is_empty() {
         for cpu in online.iter().filter(|c| !capacity_of.contains_key(c)) {
             fallbacks.note(FB_NO_CAPACITY, *cpu);
         }

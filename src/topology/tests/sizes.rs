@@ -110,3 +110,17 @@ fn the_layout_hands_bpf_each_cpus_size_and_offline_ones_are_big() {
     assert!(!l.hybrid);
     assert!(l.cpu_size.iter().all(|&x| x == CPU_SIZE_BIG));
 }
+
+#[test]
+fn equal_cpu_capacities_leave_the_sizes_to_the_other_sources() {
+    // What an x86 kernel that exposes cpu_capacity shows on a hybrid part it does not scale.
+    let truth = hybrid_8c(core_types);
+    let fx = write_sysfs(&truth);
+    for cpu in 0..8 {
+        fx.put(
+            &format!("devices/system/cpu/cpu{cpu}/cpu_capacity"),
+            "1024\n",
+        );
+    }
+    assert_eq!(fx.detect().unwrap(), truth);
+}
