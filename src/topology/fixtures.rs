@@ -125,6 +125,14 @@ pub(super) fn write_sysfs(t: &Topology) -> Sysfs {
             fx.put("devices/cpu_core/cpus", &list(&of(CpuSize::Big)));
             fx.put("devices/cpu_atom/cpus", &list(&of(CpuSize::Little)));
         }
+        SizeSource::CppcHighestPerf { file, perf } => {
+            for (cpu, perf) in perf {
+                fx.put(
+                    &format!("devices/system/cpu/cpu{cpu}/{file}"),
+                    &format!("{perf}\n"),
+                );
+            }
+        }
     }
     // Files the detector must ignore.
     fx.put("devices/system/cpu/kernel_max", "8191\n");

@@ -5,9 +5,11 @@
 //!
 //! Taken from scx_utils: the online CPUs, each CPU's package, core, cluster, NUMA node, L2 and
 //! L3 ids (its `cache/index2` and `index3`) and the kernel's `cpu_capacity`. Not taken: its
-//! `core_type`, a guess from CPPC rankings or frequencies that would call some cores of a
-//! symmetric AMD part little; sizes come from `cpu_capacity` or Intel's hybrid PMU lists as
-//! before. Also read here: `possible` (scx_utils has no list of it, and BPF's `nr_cpu_ids` is
+//! `core_type`, a guess from CPPC rankings or frequencies (little below the average once the
+//! highest is 1.3x the lowest) that would call some cores of a symmetric AMD part with
+//! preferred cores little; sizes come from `cpu_capacity`, Intel's hybrid PMU lists or the CPPC
+//! highest perf read by the shared step with rules that keep such a part symmetric (see
+//! `capacity`). Also read here: `possible` (scx_utils has no list of it, and BPF's `nr_cpu_ids` is
 //! its last id + 1) and whether a CPU has a `cache/` directory at all, which picks the same
 //! documented fallback as the sysfs reader when scx_utils found no cache id.
 //!

@@ -10,7 +10,8 @@
 //!
 //! # Files
 //! - `cpulist`: the kernel's cpulist syntax, both ways.
-//! - `capacity`: hybrid CPUs, big and little, from `cpu_capacity` or Intel's core types.
+//! - `capacity`: hybrid CPUs, big and little, from `cpu_capacity`, Intel's core types or
+//!   AMD's CPPC highest perf.
 //! - `source`: [`TopologySource`], the two readers' interface, and [`SysfsTree`].
 //! - `live`: [`Live`], the running machine as `scx_utils::Topology` reads it.
 //! - `probe`: raw per-CPU sysfs facts; garbage in a file is an error here.
@@ -44,8 +45,15 @@
 //! - `devices/system/node` missing -> one NUMA node (a `CONFIG_NUMA=n`
 //!   kernel has no node directory at all).
 //! - `cpuN/cpu_capacity` on some online CPUs only -> sizes from the core
-//!   types if there are any, else uniform: a CPU wrongly taken for a little one
-//!   would keep interactive work off it.
+//!   types or the CPPC highest perf if there are any, else uniform: a CPU
+//!   wrongly taken for a little one would keep interactive work off it.
+//! - `cpuN/cpu_capacity` the same on every CPU -> the core types, else the
+//!   CPPC highest perf, decide (x86 kernels report 1024 everywhere when they do
+//!   not model the asymmetry).
+//! - A CPPC highest-perf file missing, unreadable, not a number or 0 on some
+//!   online CPUs only -> that file is ignored, with a warning; unlike the
+//!   topology files this is no error, since the kernel's `acpi_cppc` files pass
+//!   on the firmware's read errors.
 //!
 //! Sharing lists may be mutually inconsistent or name offline CPUs; groups are
 //! built with union-find over the online CPUs, so they always partition them.

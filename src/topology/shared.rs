@@ -5,10 +5,12 @@
 //! [`super::Topology::warnings`]. A reader fills in [`Findings`] per CPU and finishes it here.
 
 use std::collections::BTreeMap;
+use std::fs;
 use std::path::Path;
 
 use anyhow::{Result, bail, ensure};
 
+use super::capacity::HIGHEST_PERF_FILES;
 use super::cpulist::format_cpu_list;
 use super::probe::read_cpu_list_opt;
 use super::union_find::UnionFind;
@@ -47,6 +49,11 @@ pub(super) const FB_NO_L3: &str = "no L3 in cache/; the L2 is the last-level cac
 pub(super) const FB_NO_NODE: &str = "in no NUMA node's cpulist; assuming node 0";
 const FB_NO_CAPACITY: &str =
     "no cpu_capacity while other CPUs have one; CPU sizes ignore cpu_capacity";
+/// Per file of [`HIGHEST_PERF_FILES`], in its order.
+const FB_NO_HIGHEST_PERF: [&str; 2] = [
+    "no readable cpufreq/amd_pstate_highest_perf while other CPUs have one; CPU sizes ignore it",
+    "no readable acpi_cppc/highest_perf while other CPUs have one; CPU sizes ignore it",
+];
 
 /// One reader's findings over the online CPUs, before the shared last steps.
 pub(super) struct Findings {
@@ -161,9 +168,10 @@ fn possible_cpus(
     Ok((possible, nr_cpu_ids))
 }
 
-/// Big and little CPUs: `cpu_capacity` when every online CPU has one, else Intel's hybrid PMU
-/// lists (`devices/cpu_core/cpus`, `devices/cpu_atom/cpus` under the sysfs `root`), else
-/// uniform. `capacity_of` holds the online CPUs that report a capacity.
+/// Big and little CPUs: `cpu_capacity` when every online CPU has one and they differ, else
+/// Intel's hybrid PMU lists (`devices/cpu_core/cpus`, `devices/cpu_atom/cpus` under the sysfs
+/// `root`), else the CPPC highest perf ([`highest_perf_sizes`]), else uniform. `capacity_of`
+/// holds the online CPUs that report a capacity.
 fn detect_sizes(
     root: &Path,
     online: &[u32],
@@ -171,9 +179,14 @@ fn detect_sizes(
     fallbacks: &mut FallbackLog,
 ) -> Result<CpuSizes> {
     if capacity_of.len() == online.len() {
-        return Ok(CpuSizes::from_capacities(capacity_of));
-    }
-    if !capacity_of.is_empty() {
+        // x86 kernels that expose cpu_capacity (6.18 here) report 1024 on every CPU of a part
+        // whose asymmetry they do not model (Intel's with SMT on, AMD's): equal capacities
+        // are no answer there, so the other sources still get their say.
+        let sizes = CpuSizes::from_capacities(capacity_of);
+        if sizes.is_hybrid() {
+            return Ok(sizes);
+        }
+    } else if !capacity_of.is_empty() {
         for cpu in online.iter().filter(|c| !capacity_of.contains_key(c)) {
             fallbacks.note(FB_NO_CAPACITY, *cpu);
         }
@@ -181,8 +194,55 @@ fn detect_sizes(
     let devices = root.join("devices");
     let core = read_cpu_list_opt(&devices.join("cpu_core/cpus"))?;
     let atom = read_cpu_list_opt(&devices.join("cpu_atom/cpus"))?;
-    Ok(match (core, atom) {
-        (Some(core), Some(atom)) => CpuSizes::from_core_types(online, &core, &atom),
-        _ => CpuSizes::default(),
-    })
+    if let (Some(core), Some(atom)) = (core, atom) {
+        return Ok(CpuSizes::from_core_types(online, &core, &atom));
+    }
+    Ok(highest_perf_sizes(
+        &devices.join("system/cpu"),
+        online,
+        fallbacks,
+    ))
+}
+
+/// Sizes from the first of [`HIGHEST_PERF_FILES`] that every online CPU reports and that is
+/// not the same on all of them: amd-pstate's file holds one value for all cores where the
+/// kernel knows no core types (Phoenix 2 has no CPUID core type and gets 196 everywhere), and
+/// the raw registers in `acpi_cppc` may still tell the kinds apart.
+fn highest_perf_sizes(cpu_dir: &Path, online: &[u32], fallbacks: &mut FallbackLog) -> CpuSizes {
+    for (file, lacking_reason) in HIGHEST_PERF_FILES.into_iter().zip(FB_NO_HIGHEST_PERF) {
+        let mut perf_of = BTreeMap::new();
+        let mut lacking = vec![];
+        for &cpu in online {
+            match read_highest_perf(&cpu_dir.join(format!("cpu{cpu}/{file}"))) {
+                Some(perf) => {
+                    perf_of.insert(cpu, perf);
+                }
+                None => lacking.push(cpu),
+            }
+        }
+        if perf_of.is_empty() {
+            continue;
+        }
+        if !lacking.is_empty() {
+            for cpu in lacking {
+                fallbacks.note(lacking_reason, cpu);
+            }
+            continue;
+        }
+        let first = perf_of.values().next().copied();
+        if perf_of.values().all(|&p| Some(p) == first) {
+            continue;
+        }
+        return CpuSizes::from_highest_perf(file, perf_of);
+    }
+    CpuSizes::default()
+}
+
+/// A CPU's highest perf, or `None` when the file is missing, unreadable, not a number or 0.
+/// Unlike the topology files, trouble here is no error: the kernel's acpi_cppc files return
+/// the firmware's error when it cannot read the CPPC registers, and a size is a placement
+/// preference, not worth refusing to start over.
+fn read_highest_perf(path: &Path) -> Option<u32> {
+    let text = fs::read_to_string(path).ok()?;
+    text.trim().parse().ok().filter(|&perf| perf > 0)
 }
