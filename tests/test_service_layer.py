@@ -33,6 +33,7 @@ def test_the_cache_key_follows_what_decides_the_contents():
 def test_the_image_has_what_the_guest_runs():
     pk = set(rootfs.PACKAGES)
     assert {"systemd", "systemd-sysv", "python3"} <= pk
+    assert "polkitd" in pk  # scx_loader refuses every call that polkit did not authorize
     assert "libelf1t64" in rootfs.spec_for("trixie").packages
     assert "libelf1" in rootfs.spec_for("bookworm").packages
 
@@ -192,11 +193,15 @@ def test_results_reach_the_host_through_the_console(tmp_path, monkeypatch):
 def test_payload_holds_the_scheduler_checks_units_and_tools(tmp_path):
     binary = tmp_path / "scx_pandemonium"
     binary.write_bytes(b"\x7fELF")
-    files = {f.guest: f.host for f in service.payload_files(binary)}
+    loader = tmp_path / "loader/bin/scx_loader"
+    files = {f.guest: f.host for f in service.payload_files(binary, loader)}
     assert files["/payload/bin/scx_pandemonium"] == binary
+    assert files["/payload/bin/scx_loader"] == loader
+    for name in service.LOADER_FILES:
+        assert files[f"/payload/units/scx_loader/{name}"] == service.LOADER_DIR / name
     for need in ("/payload/service_guest.py", "/payload/units/scx.service",
                  "/payload/units/pandemonium-gate.service",
-                 "/payload/units/pandemonium-scx-loader-sandbox.service",
+                 "/payload/src/systemd/README.md",
                  "/payload/src/pandemonium.py", "/payload/src/pandemonium_install.py",
                  "/payload/src/systemd/pandemonium.service",
                  "/payload/src/systemd/pandemonium.default",
@@ -213,9 +218,11 @@ def test_payload_holds_the_scheduler_checks_units_and_tools(tmp_path):
 def test_the_init_script_parses_and_switches_to_systemd(tmp_path):
     init = service.SERVICE_INIT
     assert rootfs.ROOT_DEVICE in init and "exec switch_root /newroot /lib/systemd/systemd" in init
-    for unit in ("scx.service", "pandemonium-gate.service",
-                 "pandemonium-scx-loader-sandbox.service"):
+    for unit in ("scx.service", "pandemonium-gate.service"):
         assert unit in init and (service.UNITS_DIR / unit).is_file()
+    assert "cp /payload/bin/scx_loader /newroot/usr/bin/scx_loader" in init
+    for name, where in service.LOADER_FILES.items():
+        assert f"/payload/units/scx_loader/{name} /newroot{where}/" in init
     sh = shutil.which("dash") or shutil.which("sh")
     script = tmp_path / "init"
     script.write_text(init)
@@ -229,9 +236,11 @@ def test_the_disk_is_an_nvme_drive(tmp_path):
 
 
 def test_units_for_the_guest():
-    sandbox = (service.UNITS_DIR / "pandemonium-scx-loader-sandbox.service").read_text()
-    assert re.search(r"^SystemCallFilter=~.*@sync:EPERM", sandbox, re.M)
-    assert "ExecStart=/usr/local/bin/scx_pandemonium" in sandbox
+    loader = (service.LOADER_DIR / "scx_loader.service").read_text()
+    assert re.search(r"^SystemCallFilter=~.*@sync:EPERM", loader, re.M)
+    assert "ExecStart=/usr/bin/scx_loader" in loader and "BusName=org.scx.Loader" in loader
+    activation = (service.LOADER_DIR / "org.scx.Loader.service").read_text()
+    assert "SystemdService=scx_loader.service" in activation
     scx = (service.UNITS_DIR / "scx.service").read_text()
     assert "EnvironmentFile=/etc/default/scx" in scx and "$SCX_SCHEDULER $SCX_FLAGS" in scx
     runner = (service.UNITS_DIR / "pandemonium-gate.service").read_text()
@@ -256,3 +265,78 @@ def test_the_base_image_takes_another_init(tmp_path, monkeypatch):
                             extra_args=service.disk_args(Path("/d.ext4")))
     assert cmd.index("-device") < cmd.index("-kernel")
     assert cmd[cmd.index("-device") + 1] == "nvme,serial=pandroot,drive=root"
+
+
+# -- scx_loader ------------------------------------------------------------------------------
+
+
+def test_scx_loaders_files_are_what_its_package_installs():
+    import xml.dom.minidom
+
+    assert sorted(p.name for p in service.LOADER_DIR.iterdir()) == sorted(service.LOADER_FILES)
+    policy = xml.dom.minidom.parse(str(service.LOADER_DIR / "org.scx.Loader.policy"))
+    actions = [a.getAttribute("id") for a in policy.getElementsByTagName("action")]
+    assert actions == ["org.scx.loader.manage-schedulers"]
+    bus = xml.dom.minidom.parse(str(service.LOADER_DIR / "org.scx.Loader.conf"))
+    owners = [a.getAttribute("own") for a in bus.getElementsByTagName("allow")]
+    assert "org.scx.Loader" in owners
+    for name in service.LOADER_FILES:  # each says where it comes from
+        head = (service.LOADER_DIR / name).read_text().splitlines()[:3]
+        assert any("github.com/sched-ext/scx" in line for line in head), name
+
+
+def test_the_loader_is_installed_like_the_anchors():
+    from tools.pandemonium.bench import anchors
+
+    assert anchors.LOADER.crate == "scx_loader" and "loader" not in anchors.ANCHORS
+    assert anchors.install_command(anchors.LOADER)[-3:] == ["scx_loader", "--version",
+                                                            anchors.LOADER.version]
+    assert anchors.LOADER.root().name == f"loader-{anchors.LOADER.version}"
+
+
+README = Path(__file__).resolve().parents[1] / "systemd" / "README.md"
+
+
+def test_the_guest_runs_the_loader_configuration_the_readme_documents():
+    import tomllib
+
+    text = README.read_text()
+    config = tomllib.loads(guest.readme_loader_config(text))
+    assert config["default_sched"] == "scx_pandemonium"
+    assert config["default_mode"] in guest.SCHED_MODES
+    table = guest.readme_mode_table(text)
+    # The README's table of modes and its example configuration say the same.
+    assert {mode for mode, _ in table.values()} == set(guest.SCHED_MODES)
+    for key, (mode, flags) in table.items():
+        assert key == f"{mode.lower()}_mode"
+        assert guest.mode_args(config, "scx_pandemonium", mode) == flags, mode
+    assert guest.mode_args(config, "scx_pandemonium", "Gaming") == ["--mode", "gaming"]
+    # A missing key: scx_loader's built-in flags, none for us.
+    assert guest.mode_args({}, "scx_pandemonium", "PowerSave") == []
+    with pytest.raises(ValueError):
+        guest.readme_loader_config("# no loader section\n")
+
+
+def test_busctl_values_and_command_lines():
+    assert guest.busctl_value('s "scx_pandemonium"\n') == "scx_pandemonium"
+    assert guest.busctl_value("u 2\n") == 2
+    assert guest.busctl_value('as 3 "scx_bpfland" "scx_pandemonium" "a b"\n') == [
+        "scx_bpfland", "scx_pandemonium", "a b"]
+    assert guest.busctl_value("as 0\n") == []
+    assert guest.busctl_value("b true") is True
+    with pytest.raises(ValueError):
+        guest.busctl_value("a(uas) 0")
+    assert guest.parse_cmdline(b"scx_pandemonium\0--mode\0gaming\0") == [
+        "scx_pandemonium", "--mode", "gaming"]
+    assert guest.parse_cmdline(b"scx_pandemonium\0") == ["scx_pandemonium"]
+    assert guest.parse_cmdline(b"") == []
+
+
+def test_a_save_under_the_loader_must_be_the_refused_fsync_warning():
+    msg = ("pandemonium: warning: procdb: saved 12 profiles to /var/lib/pandemonium/procdb.bin, "
+           "but fsync was refused (Operation not permitted (os error 1)): the file is complete")
+    assert guest.unsynced_save({"MESSAGE": msg, "PRIORITY": "4"}) == 12
+    for bad in ({"MESSAGE": msg, "PRIORITY": "6"},
+                {"MESSAGE": "pandemonium: procdb: saved 12 profiles to /x", "PRIORITY": "4"}):
+        with pytest.raises(guest.CheckFailed):
+            guest.unsynced_save(bad)

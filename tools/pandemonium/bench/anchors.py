@@ -10,6 +10,8 @@ Known names (ANCHORS) are published crates, installed when missing with
 `cargo install --locked --root ~/.cache/pandemonium/anchors/<label>-<version> <crate> --version V`.
 A name that is not known but found on PATH is used like a path. Each external scheduler is its own
 scheduler in the plan, labelled `bpfland`, `lavd`, `upstream` or `ext:<basename>`.
+
+install() is shared with the service gate layer, which installs scx_loader (LOADER) the same way.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ ANCHORS = {a.label: a for a in [
     # The published design of this project (crates.io); installed apart, labelled upstream.
     Anchor("scx_pandemonium", "5.23.1", "upstream", "scx_pandemonium"),
 ]}
+# Not a scheduler, so not an --external choice: the D-Bus daemon that starts schedulers by name. The
+# service gate layer runs it in its Debian guest, which has no package of it.
+LOADER = Anchor("scx_loader", "1.1.3", "loader", "scx_loader")
 # Accepted names: the crate's name (scx_bpfland) or the label (bpfland, upstream).
 BY_NAME = {**{a.crate: a for a in ANCHORS.values() if a.label != "upstream"}, **ANCHORS}
 _LABEL_SAFE = re.compile(r"[^A-Za-z0-9_.-]")

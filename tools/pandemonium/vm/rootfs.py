@@ -35,8 +35,11 @@ DEFAULT_SUITE = "trixie"
 # What the guest needs beyond mmdebstrap's minbase (Essential: bash, coreutils, util-linux...):
 # systemd as init with its journal and systemctl, dbus for systemd's bus API, python3 for
 # `./pandemonium.py install` and the layer's checks (service_guest.py), the scheduler's shared
-# libraries (libelf, zlib), procps for pgrep/ps when a check fails.
-PACKAGES = ("systemd", "systemd-sysv", "dbus", "python3", "libelf1t64", "zlib1g", "procps")
+# libraries (libelf, zlib), procps for pgrep/ps when a check fails, polkitd because scx_loader asks
+# org.freedesktop.PolicyKit1 about every Start/Switch/Stop call, root's included, and refuses the
+# call when nothing owns that name.
+PACKAGES = ("systemd", "systemd-sysv", "dbus", "python3", "libelf1t64", "zlib1g", "procps",
+            "polkitd")
 IMAGE_MB = 1536
 LABEL = "pandroot"
 ROOT_DEVICE = "/dev/nvme0n1"  # the guest kernel has NVMe built in (virtio-blk is a module)

@@ -2,9 +2,15 @@
 
 The guest boots the cached Debian image (rootfs.py) from an NVMe disk with systemd as PID 1. The
 initramfs holds busybox and the run's files (the scheduler, the checkout's Python tools and unit
-templates, the checks); its /init (SERVICE_INIT) mounts the disk, copies them to /opt/pandemonium,
-installs the layer's units and switches root to systemd. pandemonium-gate.service then runs
-service_guest.py: `./pandemonium.py install`, then the checks, each reported on the console.
+templates, the checks, scx_loader); its /init (SERVICE_INIT) mounts the disk, copies them to
+/opt/pandemonium, installs the layer's units and scx_loader's files, and switches root to systemd.
+pandemonium-gate.service then runs service_guest.py: `./pandemonium.py install`, then the checks,
+each reported on the console.
+
+scx_loader is the published crate (bench/anchors.py's LOADER, `cargo install`ed on the host when
+missing, as the benchmarks' anchors are); Debian does not package it. The files its crate leaves
+out (systemd unit, D-Bus policy and activation file, polkit action) are upstream's, kept in
+service_units/scx_loader/ (LOADER_FILES says where each goes).
 
 Two boots share one sparse copy of the image: `main`, then `reboot` (the same disk booted again,
 for the procdb across a reboot and the unit started at boot). The host requires every check the
@@ -23,6 +29,7 @@ from pathlib import Path
 
 from pandemonium_common import PROJECT_ROOT, log, scheduler_binary
 
+from ..bench import anchors
 from . import accel as accel_mod
 from . import initramfs, qemu, rootfs
 from .console import EXIT_MARKER, RESULTS_BEGIN, RESULTS_END, ConsoleState, extract_results
@@ -33,6 +40,16 @@ from .service_guest import CHECK_MARKER, PHASE_CHECKS, PHASES
 HERE = Path(__file__).resolve().parent
 GUEST_SCRIPT = HERE / "service_guest.py"
 UNITS_DIR = HERE / "service_units"
+LOADER_DIR = UNITS_DIR / "scx_loader"
+# Where a package of scx_loader puts each file (its Cargo.toml's install-files, with $datadir
+# /usr/share and $libdir /usr/lib); the binary goes to /usr/bin, where the unit and the D-Bus
+# activation file run it.
+LOADER_FILES = {
+    "scx_loader.service": "/usr/lib/systemd/system",
+    "org.scx.Loader.service": "/usr/share/dbus-1/system-services",
+    "org.scx.Loader.conf": "/usr/share/dbus-1/system.d",
+    "org.scx.Loader.policy": "/usr/share/polkit-1/actions",
+}
 PAYLOAD = "/payload"  # in the initramfs; /opt/pandemonium in the root file system
 RUN_CONFIG = "/etc/pandemonium/run.json"
 # What `./pandemonium.py install` needs from the checkout (pandemonium.py imports every
@@ -45,6 +62,13 @@ STALL_S = 420
 SERVICE_CMDLINE = "systemd.show_status=1 rcupdate.rcu_task_stall_timeout=20000"
 
 _CHECK = re.compile(re.escape(CHECK_MARKER) + r" (\S+) (PASS|FAIL) (\S+) ?(.*)$")
+
+
+
+def _loader_copies() -> str:
+    return "\n".join(f"mkdir -p /newroot{d} && cp {PAYLOAD}/units/scx_loader/{name} /newroot{d}/ "
+                      f"|| fail \"cannot install {name}\"" for name, d in LOADER_FILES.items())
+
 
 SERVICE_INIT = f"""#!/bin/sh
 # The service layer's /init: mount the Debian disk, put this run's files on it, switch to systemd.
@@ -71,8 +95,9 @@ cp {RUN_CONFIG} /newroot/opt/pandemonium/run.json || fail "no run configuration"
 rm -f /newroot/boot/config-*
 cp /boot/config-* /newroot/boot/ || fail "no kernel config"
 cp {PAYLOAD}/units/scx.service /newroot/usr/lib/systemd/system/scx.service
-cp {PAYLOAD}/units/pandemonium-gate.service \\
-    {PAYLOAD}/units/pandemonium-scx-loader-sandbox.service /newroot/etc/systemd/system/
+cp {PAYLOAD}/units/pandemonium-gate.service /newroot/etc/systemd/system/
+cp {PAYLOAD}/bin/scx_loader /newroot/usr/bin/scx_loader || fail "no scx_loader"
+{_loader_copies()}
 ln -sf /etc/systemd/system/pandemonium-gate.service \\
     /newroot/etc/systemd/system/multi-user.target.wants/pandemonium-gate.service
 sync
@@ -151,17 +176,21 @@ def run_config(phase: str, nonce: str) -> dict:
             "markers": {"exit": EXIT_MARKER, "begin": RESULTS_BEGIN, "end": RESULTS_END}}
 
 
-def payload_files(binary: Path, root: Path = PROJECT_ROOT) -> list[initramfs.GuestFile]:
-    """The run's files under PAYLOAD: the scheduler, the checks, the units, and the checkout's
-    Python tools for `./pandemonium.py install` (no __pycache__: the image would change with
-    every host test run)."""
+def payload_files(binary: Path, loader: Path | None = None,
+                  root: Path = PROJECT_ROOT) -> list[initramfs.GuestFile]:
+    """The run's files under PAYLOAD: the scheduler, scx_loader, the checks, the units, and the
+    checkout's Python tools for `./pandemonium.py install` (no __pycache__: the image would change
+    with every host test run)."""
     g = initramfs.GuestFile
     files = [g(binary, f"{PAYLOAD}/bin/scx_pandemonium"),
              g(GUEST_SCRIPT, f"{PAYLOAD}/service_guest.py")]
+    if loader is not None:
+        files.append(g(loader, f"{PAYLOAD}/bin/scx_loader"))
     tools = binary.parent / "pandemonium-tools"
     if tools.is_file():  # install takes it from beside the scheduler, as from a build
         files.append(g(tools, f"{PAYLOAD}/bin/pandemonium-tools"))
-    files += [g(p, f"{PAYLOAD}/units/{p.name}") for p in sorted(UNITS_DIR.glob("*.service"))]
+    files += [g(p, f"{PAYLOAD}/units/{p.relative_to(UNITS_DIR)}")
+              for p in sorted(UNITS_DIR.rglob("*")) if p.is_file()]
     files += [g(p, f"{PAYLOAD}/src/{p.name}") for p in sorted(root.glob("*.py"))]
     files += [g(root / f, f"{PAYLOAD}/src/{f}") for f in CHECKOUT_FILES]
     for d in CHECKOUT_DIRS:
@@ -234,7 +263,10 @@ def run_service_layer(cpus: int = 2, kernel: str = "default", accel: str = "tcg-
     mode = accel_mod.resolve(accel, kinfo.vmlinuz_path)
     image = rootfs.ensure_image()
     binary = scheduler_binary()
-    base = initramfs.build_base(kinfo.version, kinfo.config_path, payload_files(binary),
+    log.info("service: scx_loader %s from crates.io (%s), installed when missing",
+             anchors.LOADER.version, anchors.LOADER.installed())
+    loader = anchors.install(anchors.LOADER)
+    base = initramfs.build_base(kinfo.version, kinfo.config_path, payload_files(binary, loader),
                                 init=SERVICE_INIT)
     _, log_path = _run_dir(None, "service-" + secrets.token_hex(4))
     run_dir = log_path.parent

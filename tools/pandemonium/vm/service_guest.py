@@ -13,9 +13,9 @@ later ones build on it) after printing the unit's status and journal. Then the e
 off through systemd (a clean shutdown: the daemon's last procdb save happens there).
 
 Phases: `main` (first boot: install, start, monitor, journal priorities, procdb across a restart,
-SIGKILL and Restart=on-failure, scx.service and Conflicts= both ways, scx_loader's sandbox,
-systemd-analyze security, enable) and `reboot` (second boot of the same disk: started at boot, the
-procdb the last boot saved is loaded).
+SIGKILL and Restart=on-failure, scx.service and Conflicts= both ways, the real scx_loader started by
+D-Bus activation and driven over D-Bus through its modes, systemd-analyze security, enable) and
+`reboot` (second boot of the same disk: started at boot, the procdb the last boot saved is loaded).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -33,13 +34,15 @@ import sys
 import tarfile
 import threading
 import time
+import tomllib
 from pathlib import Path
 
 CHECK_MARKER = "@@SERVICE-CHECK@@"
 PHASE_CHECKS = {
     "main": ["install", "security", "start", "sandbox", "monitor", "journal-priority",
              "procdb-restart", "kill-restart", "scx-takes-over", "ours-takes-back",
-             "loader-sandbox-start", "loader-fsync-warning", "loader-procdb-survives", "enable"],
+             "loader-activation", "loader-gaming", "loader-powersave", "loader-stop",
+             "loader-yields", "enable"],
     "reboot": ["boot-start", "procdb-reboot", "clean-stop"],
 }
 PHASES = tuple(PHASE_CHECKS)
@@ -48,7 +51,13 @@ PAYLOAD = Path("/opt/pandemonium")
 BINARY = "/usr/local/bin/scx_pandemonium"
 UNIT = "pandemonium"
 SCX_UNIT = "scx"
-LOADER_UNIT = "pandemonium-scx-loader-sandbox"
+LOADER_UNIT = "scx_loader"
+LOADER_BUS = ("org.scx.Loader", "/org/scx/Loader", "org.scx.Loader")  # name, object, interface
+LOADER_CONFIG = Path("/etc/scx_loader.toml")
+# The configuration systemd/README.md documents; the checks run exactly that.
+LOADER_README = PAYLOAD / "src" / "systemd" / "README.md"
+# scx_loader's SchedMode (src/lib.rs), a "u" on the bus; its config key is <lowercase>_mode.
+SCHED_MODES = {"Auto": 0, "Gaming": 1, "PowerSave": 2, "LowLatency": 3, "Server": 4}
 STATE_DIR = Path("/var/lib/pandemonium")
 PROCDB = STATE_DIR / "procdb.bin"
 SCHED_EXT = Path("/sys/kernel/sched_ext")
@@ -69,6 +78,10 @@ _LOADED = re.compile(r"procdb (\S+): loaded (\d+) profiles")
 _SAVED = re.compile(r"procdb: saved (\d+) profiles to (\S+?)(?:,|$)")
 _TELEMETRY_PROCDB = re.compile(r"\bprocdb: (\d+)/(\d+) ")
 _EXPOSURE = re.compile(r"Overall exposure level for (\S+): ([0-9.]+) (\S+)")
+_LOADED_LINE = r"procdb \S+: loaded \d+ profiles"
+_SAVED_LINE = r"procdb: saved \d+ profiles"
+_TOML_BLOCK = re.compile(r"^```toml\n(.*?)^```", re.M | re.S)
+_MODE_ROW = re.compile(r"^\|\s*(\w+)\s*\|\s*`(\w+_mode)`\s*\|\s*`(\[[^`]*\])`", re.M)
 
 
 class CheckFailed(Exception):
@@ -128,6 +141,57 @@ def journal_messages(json_lines: str) -> list[dict]:
 def cap_mask(status_text: str, field: str = "CapBnd") -> int | None:
     m = re.search(rf"^{field}:\s*([0-9a-f]+)$", status_text, re.M)
     return int(m.group(1), 16) if m else None
+
+
+def _loader_section(readme: str) -> str:
+    start = readme.find("## Under scx_loader")
+    if start < 0:
+        raise ValueError("no '## Under scx_loader' section")
+    end = readme.find("\n## ", start + 1)
+    return readme[start:end if end > 0 else len(readme)]
+
+
+def readme_loader_config(readme: str) -> str:
+    """The /etc/scx_loader.toml that systemd/README.md's scx_loader section shows."""
+    m = _TOML_BLOCK.search(_loader_section(readme))
+    if not m:
+        raise ValueError("no toml block in the scx_loader section")
+    return m.group(1)
+
+
+def readme_mode_table(readme: str) -> dict[str, tuple[str, list[str]]]:
+    """The section's mode table: `*_mode` key -> (scx_loader mode, flags), the first flags
+    given where a row offers two."""
+    return {key: (mode, json.loads(flags))
+            for mode, key, flags in _MODE_ROW.findall(_loader_section(readme))}
+
+
+def mode_args(config: dict, sched: str, mode: str) -> list[str]:
+    """The arguments scx_loader passes for `mode`: the configured list; for a key that is
+    missing its built-in flags, which are none for scx_pandemonium."""
+    return list(config.get("scheds", {}).get(sched, {}).get(f"{mode.lower()}_mode") or [])
+
+
+def parse_cmdline(raw: bytes) -> list[str]:
+    """/proc/PID/cmdline -> argv."""
+    return [a.decode(errors="replace") for a in raw.split(b"\0")[:-1]] if raw else []
+
+
+def busctl_value(text: str):
+    """`busctl get-property` output ('s "x"', 'u 1', 'as 2 "a" "b"') -> str, int or list."""
+    words = shlex.split(text.strip())
+    if not words:
+        raise ValueError("empty busctl output")
+    sig, rest = words[0], words[1:]
+    if sig in ("s", "o", "g"):
+        return rest[0] if rest else ""
+    if sig in ("y", "n", "q", "i", "u", "x", "t"):
+        return int(rest[0])
+    if sig == "b":
+        return rest[0] == "true"
+    if sig == "as":
+        return rest[1:1 + int(rest[0])]
+    raise ValueError(f"busctl type {sig!r} not handled: {text.strip()!r}")
 
 
 # -- the guest ---------------------------------------------------------------------------------
@@ -246,6 +310,87 @@ def wait_learned(inv: str, more_than: int, what: str) -> int:
 def reset(unit: str) -> None:
     # Clears the start limit (StartLimitBurst=5 in 60 s) that this layer's many starts approach.
     sh("systemctl", "reset-failed", f"{unit}.service")
+
+
+# -- scx_loader over D-Bus ---------------------------------------------------------------------
+
+def busctl(*args: str, timeout: float = 180) -> str:
+    # busctl's own 25 s default is short for a call that waits for the D-Bus activation of the
+    # loader, and of polkitd, under TCG.
+    name, path, iface = LOADER_BUS
+    return sh("busctl", f"--timeout={int(timeout)}", args[0], name, path, iface, *args[1:],
+              timeout=timeout + 30, check=True).stdout
+
+
+def loader_property(prop: str):
+    return busctl_value(busctl("get-property", prop))
+
+
+def loader_call(method: str, *signature_and_args: str) -> None:
+    busctl("call", method, *signature_and_args)
+
+
+def unit_pids(unit: str) -> list[int]:
+    cgroup = show(unit, "ControlGroup").get("ControlGroup", "")
+    try:
+        text = Path(f"/sys/fs/cgroup{cgroup}/cgroup.procs").read_text() if cgroup else ""
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def argv_of(pid: int) -> list[str]:
+    try:
+        return parse_cmdline(Path(f"/proc/{pid}/cmdline").read_bytes())
+    except OSError:
+        return []
+
+
+def loader_child(gone: set[int], timeout: float = ATTACH_S) -> tuple[int, str]:
+    """Waits until scx_loader runs a scheduler of ours that is none of `gone` (those have exited)
+    and the kernel says it is attached; (pid, ops)."""
+    def ready():
+        if show(LOADER_UNIT, "ActiveState").get("ActiveState") == "failed":
+            raise CheckFailed(f"{LOADER_UNIT}.service failed: {show(LOADER_UNIT, 'Result')}")
+        pids = unit_pids(LOADER_UNIT)
+        ours = [p for p in pids if exe_of(p) == BINARY]
+        fresh = [p for p in ours if p not in gone]
+        state, ops = sched_state()
+        if len(fresh) == 1 and len(ours) == 1 and state == "enabled" \
+                and ops.startswith("pandemonium"):
+            return fresh[0], ops
+        return None
+    return wait_for(ready, timeout, f"{LOADER_UNIT}.service's scheduler to attach")
+
+
+def matching(inv: str, pattern: str) -> list[dict]:
+    rx = re.compile(pattern)
+    return [e for e in invocation_messages(inv) if rx.search(e["MESSAGE"])]
+
+
+def wait_new(inv: str, pattern: str, seen: int, timeout: float, what: str) -> dict:
+    """The first message of invocation `inv` matching `pattern` after the `seen` earlier ones:
+    every scheduler the loader starts logs through the loader's own journal stream."""
+    def find():
+        found = matching(inv, pattern)
+        return found[seen] if len(found) > seen else None
+    return wait_for(find, timeout, what, interval=1.0)
+
+
+def unsynced_save(entry: dict) -> int:
+    """Profiles in a save under scx_loader's unit, whose @sync filter refuses the fsync: the
+    daemon's first such save says so at warning priority."""
+    msg = entry["MESSAGE"]
+    saved = saved_count([msg])
+    if "fsync was refused" not in msg or entry.get("PRIORITY") != "4" or saved is None:
+        raise CheckFailed(f"not a refused-fsync warning (PRIORITY {entry.get('PRIORITY')}): "
+                          f"{msg!r}")
+    return saved
+
+
+# The exit save happens only when something changed since the load; a few seconds of the hogs and
+# the checks' own processes make sure of that.
+SETTLE_S = 5.0
 
 
 class Layer:
@@ -462,49 +607,122 @@ class Layer:
             raise CheckFailed(f"scx.service is {theirs} while {UNIT}.service runs")
         return f"starting {UNIT}.service stopped scx.service; MainPID {pid}, ops {ops}"
 
-    def loader_sandbox_start(self) -> str:
-        sh("systemctl", "stop", f"{UNIT}.service", check=True, timeout=120)
-        detached()
-        self.hogs.append(start_hog("pdb-svc-loader"))
-        sh("systemctl", "start", f"{LOADER_UNIT}.service", check=True, timeout=300)
-        pid, ops = attached_unit(LOADER_UNIT)
+    def loader_activation(self) -> str:
+        text = readme_loader_config(LOADER_README.read_text())
+        self.loader_config = tomllib.loads(text)
+        LOADER_CONFIG.write_text(text)
+        if show(UNIT, "ActiveState").get("ActiveState") != "active":
+            raise CheckFailed(f"{UNIT}.service is not running before the loader's activation")
+        # Nothing has started scx_loader.service: this read makes dbus-daemon activate it.
+        default = loader_property("DefaultScheduler")
+        if default != "scx_pandemonium":
+            raise CheckFailed(f"DefaultScheduler is {default!r} with {LOADER_CONFIG}")
+        pid, ops = loader_child(set())
+        ours = show(UNIT, "ActiveState")["ActiveState"]
+        if ours != "inactive":
+            raise CheckFailed(f"{UNIT}.service is {ours} while {LOADER_UNIT}.service runs")
+        mode = self.loader_config.get("default_mode", "Auto")
+        argv, want = argv_of(pid), mode_args(self.loader_config, "scx_pandemonium", mode)
+        if argv[1:] != want:
+            raise CheckFailed(f"default_sched runs {argv} in {mode}, not the {want} of "
+                              f"{LOADER_CONFIG}")
         self.loader_inv = invocation(LOADER_UNIT)
-        wait_journal(self.loader_inv, r"procdb \S+: loaded \d+ profiles", 60, "the procdb load")
-        self.loader_loaded = loaded_count(texts(invocation_messages(self.loader_inv)))
-        if not self.loader_loaded:
-            raise CheckFailed(f"under scx_loader's sandbox it loaded {self.loader_loaded} "
-                              "profiles from what our unit saved")
-        return (f"MainPID {pid} under scx_loader's sandbox, ops {ops}; loaded "
-                f"{self.loader_loaded} profiles saved under our unit")
+        entry = wait_new(self.loader_inv, _LOADED_LINE, 0, 60, "the procdb load")
+        loaded = loaded_count([entry["MESSAGE"]])
+        if not loaded:
+            raise CheckFailed(f"the loader's scheduler loaded {loaded} profiles")
+        self.loader_pid = pid
+        main = show(LOADER_UNIT, "MainPID")["MainPID"]
+        return (f"reading DefaultScheduler ({default}) D-Bus-activated {LOADER_UNIT}.service "
+                f"(MainPID {main}), which stopped {UNIT}.service (Conflicts=); default_sched "
+                f"runs {argv[0]!r} from PATH as {pid}: {shlex.join([exe_of(pid), *argv[1:]])} "
+                f"({mode}: {mode.lower()}_mode = {want}), ops {ops}; it loaded {loaded} profiles "
+                "our unit saved")
 
-    def loader_fsync_warning(self) -> str:
-        n = wait_learned(self.loader_inv, self.loader_loaded, "a newly learned profile")
-        sh("systemctl", "stop", f"{LOADER_UNIT}.service", check=True, timeout=120)
-        detached()
-        p = show(LOADER_UNIT, "Result", "ExecMainStatus")
-        if p.get("Result") != "success" or p.get("ExecMainStatus") != "0":
-            raise CheckFailed(f"the stop under scx_loader's sandbox: {p}")
-        warn = wait_journal(self.loader_inv, r"procdb: saved \d+ profiles .*fsync was refused", 60,
-                            "the refused-fsync warning")
-        if warn.get("PRIORITY") != "4":
-            raise CheckFailed(f"the refused-fsync line has priority {warn.get('PRIORITY')}")
-        if any("cannot save" in m for m in texts(invocation_messages(self.loader_inv))):
-            raise CheckFailed("a save failed under scx_loader's sandbox")
-        self.loader_saved = saved_count([warn["MESSAGE"]])
-        return (f"learned {n}; stop saved {self.loader_saved} profiles with fsync refused "
-                f"(EPERM from @sync): a warning (PRIORITY 4), exit status 0")
+    def _loader_mode(self, method: str, mode: str, replaces: str | None) -> str:
+        """`method` (scx_pandemonium, mode) over D-Bus: the loader's new scheduler process runs
+        the mode's arguments and is attached; the one it `replaces` saved what it loaded."""
+        inv, old = self.loader_inv, self.loader_pid
+        time.sleep(SETTLE_S)
+        saved_before, loaded_before = len(matching(inv, _SAVED_LINE)), \
+            len(matching(inv, _LOADED_LINE))
+        loader_call(method, "su", "scx_pandemonium", str(SCHED_MODES[mode]))
+        pid, ops = loader_child({old})
+        argv, want = argv_of(pid), mode_args(self.loader_config, "scx_pandemonium", mode)
+        if exe_of(pid) != BINARY or argv[1:] != want:
+            raise CheckFailed(f"{mode}: PID {pid} runs {exe_of(pid)} {argv[1:]}, not {BINARY} "
+                              f"{want}")
+        current, sched_mode = loader_property("CurrentScheduler"), \
+            loader_property("SchedulerMode")
+        if current != "scx_pandemonium" or sched_mode != SCHED_MODES[mode]:
+            raise CheckFailed(f"the loader says CurrentScheduler {current!r}, SchedulerMode "
+                              f"{sched_mode}")
+        loaded = loaded_count([wait_new(inv, _LOADED_LINE, loaded_before, 60,
+                                        f"the {mode} instance's procdb load")["MESSAGE"]])
+        self.loader_pid = pid
+        said = (f"{method}(scx_pandemonium, {SCHED_MODES[mode]}): PID {pid} runs "
+                f"{shlex.join([exe_of(pid), *argv[1:]])}, ops {ops}; CurrentScheduler {current}, "
+                f"SchedulerMode {sched_mode}")
+        if replaces is None:
+            return f"{said}; loaded {loaded} profiles"
+        saved = unsynced_save(wait_new(inv, _SAVED_LINE, saved_before, 60,
+                                       f"the {replaces} instance's save"))
+        if loaded != saved:
+            raise CheckFailed(f"the {replaces} instance saved {saved} profiles unsynced, the "
+                              f"{mode} one loaded {loaded}")
+        return (f"{said}; the {replaces} instance (PID {old}) saved {saved} profiles with fsync "
+                f"refused, this one loaded {loaded}")
 
-    def loader_procdb_survives(self) -> str:
-        sh("systemctl", "start", f"{LOADER_UNIT}.service", check=True, timeout=300)
-        attached_unit(LOADER_UNIT)
-        inv = invocation(LOADER_UNIT)
-        wait_journal(inv, r"procdb \S+: loaded \d+ profiles", 60, "the procdb load")
-        loaded = loaded_count(texts(invocation_messages(inv)))
-        if loaded != self.loader_saved:
-            raise CheckFailed(f"saved {self.loader_saved} unsynced, loaded {loaded}")
-        sh("systemctl", "stop", f"{LOADER_UNIT}.service", check=True, timeout=120)
+    def loader_gaming(self) -> str:
+        return self._loader_mode("SwitchScheduler", "Gaming", "Auto")
+
+    def loader_powersave(self) -> str:
+        return self._loader_mode("SwitchScheduler", "PowerSave", "Gaming")
+
+    def loader_stop(self) -> str:
+        inv, old = self.loader_inv, self.loader_pid
+        time.sleep(SETTLE_S)
+        saved_before = len(matching(inv, _SAVED_LINE))
+        loader_call("StopScheduler")
         detached()
-        return f"the unsynced file is complete: restarted under the sandbox, loaded {loaded}"
+        wait_for(lambda: old not in unit_pids(LOADER_UNIT), 60, f"PID {old} to exit")
+        entry = wait_new(inv, _SAVED_LINE, saved_before, 60, "the save on StopScheduler")
+        saved = unsynced_save(entry)
+        failed = [m for m in texts(invocation_messages(inv)) if "cannot save" in m]
+        if failed:
+            raise CheckFailed(f"a save failed under {LOADER_UNIT}.service: {failed[0]}")
+        state = show(LOADER_UNIT, "ActiveState")["ActiveState"]
+        current = loader_property("CurrentScheduler")
+        if state != "active" or current != "unknown":
+            raise CheckFailed(f"after StopScheduler the loader is {state}, CurrentScheduler "
+                              f"{current!r}")
+        return (f"StopScheduler: PID {old} detached (sched_ext disabled) and logged "
+                f"{entry['MESSAGE'][:110]!r}... at PRIORITY 4 (fsync: EPERM from the unit's "
+                f"@sync filter); {LOADER_UNIT}.service stays active, CurrentScheduler {current!r}")
+
+    def loader_yields(self) -> str:
+        started = self._loader_mode("StartScheduler", "LowLatency", None)
+        inv, child = self.loader_inv, self.loader_pid
+        time.sleep(SETTLE_S)
+        saved_before = len(matching(inv, _SAVED_LINE))
+        reset(UNIT)
+        sh("systemctl", "start", f"{UNIT}.service", check=True, timeout=300)
+        pid, ops = attached_unit(UNIT)
+        loader = show(LOADER_UNIT, "ActiveState", "Result")
+        if loader.get("ActiveState") != "inactive" or Path(f"/proc/{child}").exists():
+            raise CheckFailed(f"{LOADER_UNIT}.service {loader}, its scheduler PID {child} "
+                              f"{'still runs' if Path(f'/proc/{child}').exists() else 'is gone'}")
+        saved = unsynced_save(wait_new(inv, _SAVED_LINE, saved_before, 60,
+                                       "the loader's scheduler's save on stop"))
+        ours = invocation(UNIT)
+        wait_journal(ours, _LOADED_LINE, 60, "our unit's procdb load")
+        loaded = loaded_count(texts(invocation_messages(ours)))
+        if loaded != saved:
+            raise CheckFailed(f"the loader's scheduler saved {saved}, {UNIT}.service loaded "
+                              f"{loaded}")
+        return (f"{started}; then systemctl start {UNIT}.service stopped {LOADER_UNIT}.service "
+                f"(Conflicts=, Result {loader.get('Result')}): its scheduler saved {saved} and "
+                f"detached before ours attached as MainPID {pid} (After=) and loaded {loaded}")
 
     def enable(self) -> str:
         sh("systemctl", "enable", f"{UNIT}.service", check=True)
@@ -560,7 +778,7 @@ class Layer:
         return 0 if self.passed == names else 1
 
     def diagnose(self) -> None:
-        for unit in (UNIT, SCX_UNIT, LOADER_UNIT):
+        for unit in (UNIT, SCX_UNIT, LOADER_UNIT, "polkit"):
             say(sh("systemctl", "status", "--no-pager", "-l", "-n", "40", f"{unit}.service").stdout)
         say(f"sched_ext: {sched_state()}")
 
