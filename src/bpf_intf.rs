@@ -170,7 +170,7 @@ macro_rules! topo_params_fields {
 
             /// Every field as (name, value), in declaration order.
             pub fn fields(&self) -> [(&'static str, u64); Self::NR_FIELDS] {
-                let TopoParams { $($field),* } = *self;
+                let TopoParams { $($field),*, _pad0: _ } = *self;
                 [$((stringify!($field), u64::from($field))),*]
             }
         }

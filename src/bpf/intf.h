@@ -101,6 +101,7 @@ struct topo_params {
 	u32 damping_shift;
 	u32 spring_shift;
 	u32 wake_wide_factor; /* CPUs of the largest LLC: the kernel's wake_wide() factor */
+	u32 _pad0;	      /* 9 u64 + 7 u32: named, so equality and Pod see no hidden bytes */
 };
 
 /* Per-CPU counters (per-CPU array map, one entry); Rust sums across CPUs and diffs per second. */

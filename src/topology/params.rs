@@ -242,6 +242,7 @@ pub fn derive_params(tau_ns: u64, nr_cpus: u32, nr_cpu_ids: u32) -> TauParams {
         // Critical damping of x += v; v -= v >> D; v -= x >> S: the decay
         // 2*gamma ~ 2^-D with gamma = omega0 gives omega0^2 ~ 2^-(2D+2).
         spring_shift: 2 * damping_shift + 2,
+        _pad0: 0,
     };
     TauParams {
         tau_ns,
