@@ -4,6 +4,7 @@
 //! no locks: BPF only ever sees whole knob structs written by this loop.
 
 use crate::cpustat::{self, CpuTimes};
+use crate::games::GameTracker;
 use crate::procdb::{self, Migration, Observation, ProcDb, SaveReport, WarmMirror};
 use crate::scheduler::Scheduler;
 use crate::stats::{self, PandemoniumMetrics, Publisher, Sample};
@@ -12,6 +13,7 @@ use crate::tuning::{Mode, TickContext, TickInput, Tuner};
 use crate::watchdog::{self, Heartbeat};
 use anyhow::Result;
 use log::{info, log, warn};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -29,6 +31,8 @@ pub struct Controller {
     cpu_prev: Option<CpuTimes>,
     heartbeat: Option<Heartbeat>,
     publisher: Option<Publisher>,
+    /// Gaming mode only: the game processes BPF boosts.
+    games: Option<GameTracker>,
 }
 
 impl Controller {
@@ -59,6 +63,7 @@ impl Controller {
             cpu_stat,
             heartbeat: None,
             publisher: None,
+            games: mode.preset().boost_games.then(GameTracker::default),
         }
     }
 
@@ -73,6 +78,9 @@ impl Controller {
         self.prev_at = Instant::now();
         self.heartbeat = heartbeat;
         self.warm.reset();
+        if let Some(g) = &mut self.games {
+            g.reset();
+        }
     }
 
     pub fn tick(&mut self, sched: &Scheduler) -> Result<()> {
@@ -127,6 +135,7 @@ impl Controller {
         } else if longrun {
             extra.regime = Some("LONGRUN".into());
         }
+        self.boost_games(sched);
         let knobs = sched.read_knobs()?;
         let topo = sched.layout.params;
         extra.sojourn_ns = Some((sched.batch_age_ns(), topo.overflow_rescue_ns));
@@ -179,6 +188,36 @@ impl Controller {
             log!(level, "{text}");
         }
         Ok(())
+    }
+
+    /// Gaming mode: game processes new since the last tick into BPF's map, exited ones out. A
+    /// failed map write is a warning: the game then runs as its behavior classifies it.
+    fn boost_games(&mut self, sched: &Scheduler) {
+        let Some(tracker) = &mut self.games else {
+            return;
+        };
+        let changes = tracker.scan(Path::new("/proc"));
+        for &pid in &changes.removed {
+            if let Err(e) = sched.set_game(pid, false) {
+                warn!("gaming: {e:#}");
+            }
+        }
+        let mut by_game: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for g in &changes.added {
+            match sched.set_game(g.pid, true) {
+                Ok(()) => by_game
+                    .entry(&g.game)
+                    .or_default()
+                    .push(format!("{} ({})", g.pid, g.comm)),
+                Err(e) => warn!("gaming: cannot boost pid {} ({}): {e:#}", g.pid, g.comm),
+            }
+        }
+        for (game, procs) in by_game {
+            info!(
+                "gaming: game {game}: every thread LAT_CRITICAL in {}",
+                procs.join(", ")
+            );
+        }
     }
 
     /// Saves the process database on the way out.

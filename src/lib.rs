@@ -12,6 +12,7 @@ pub mod compositor;
 pub mod cpustat;
 #[cfg(test)]
 mod fuzz;
+pub mod games;
 pub mod hist;
 pub mod layout;
 pub mod libbpf_opts;

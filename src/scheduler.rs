@@ -159,6 +159,21 @@ impl<'obj> Scheduler<'obj> {
         Ok(())
     }
 
+    /// Adds (`on`) or removes a process of the foreground game; BPF boosts its threads from
+    /// their next identity check. Removing one that is not there is not an error.
+    pub fn set_game(&self, pid: u32, on: bool) -> Result<()> {
+        let map = &self.skel.maps.game_tgids;
+        if on {
+            return update(map, &pid, &1u8);
+        }
+        match map.delete(bytes_of(&pid)) {
+            Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("removing pid {pid} from BPF map game_tgids"))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Sum of the per-CPU counters since load.
     pub fn read_stats(&self) -> Result<Stats> {
         let mut total = Stats::default();

@@ -280,6 +280,12 @@ fn hybrid() {
     hybrid::layer_hybrid();
 }
 
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn gaming() {
+    gaming::layer_gaming();
+}
+
 /// Every scheduler op passed the running kernel's verifier; prints the verified instruction counts
 /// (run on the default and on the newest kernel).
 fn layer_verifier() {
@@ -462,6 +468,8 @@ fn full_gate() {
     eprintln!("gate full_gate: topology passed");
     hybrid::layer_hybrid();
     eprintln!("gate full_gate: hybrid passed");
+    gaming::layer_gaming();
+    eprintln!("gate full_gate: gaming passed");
     layer_verifier();
     eprintln!("gate full_gate: verifier passed");
     layer_adaptive();

@@ -29,6 +29,7 @@ enum task_flags {
 	TF_COMPOSITOR = 1 << 0,
 	TF_KWORKER = 1 << 1,
 	TF_HIPRIO_KTHREAD = 1 << 2,
+	TF_GAME = 1 << 3,
 };
 
 /* comm -> mature profile; the daemon reads it (procdb) and so does the gate's classify layer. */
@@ -101,6 +102,7 @@ static __always_inline void read_comm(const struct task_struct *p, struct comm_k
 static __always_inline void refresh_identity(const struct task_struct *p, struct task_ctx *tctx)
 {
 	struct comm_key key;
+	u32 tgid;
 	u8 flags = 0;
 
 	if (p->flags & PF_WQ_WORKER)
@@ -110,6 +112,10 @@ static __always_inline void refresh_identity(const struct task_struct *p, struct
 	read_comm(p, &key);
 	if (bpf_map_lookup_elem(&compositor_map, &key))
 		flags |= TF_COMPOSITOR;
+	/* By process, not comm: a game's threads have generic names (RenderThread, vkd3d_queue). */
+	tgid = p->tgid;
+	if (bpf_map_lookup_elem(&game_tgids, &tgid))
+		flags |= TF_GAME;
 	tctx->flags = flags;
 }
 
@@ -119,7 +125,7 @@ static __always_inline u8 classify(const struct task_ctx *tctx, const struct tun
 	u64 score = (u64)tctx->wake_freq * tctx->csw_rate / rt_units;
 	u8 tier;
 
-	if (tctx->flags & TF_COMPOSITOR)
+	if (tctx->flags & (TF_COMPOSITOR | TF_GAME))
 		return TIER_LAT_CRITICAL;
 	/* Storage and crypto kthreads at high priority must not compete with interactive work. */
 	if (tctx->flags & TF_HIPRIO_KTHREAD)

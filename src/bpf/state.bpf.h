@@ -53,6 +53,17 @@ struct {
 	__type(value, u8);
 } compositor_map SEC(".maps");
 
+/*
+ * tgid -> 1: the processes of a game Steam launched, every thread LAT_CRITICAL. Filled by the
+ * daemon in gaming mode alone (src/games.rs); empty otherwise.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_GAME_PROCS);
+	__type(key, u32);
+	__type(value, u8);
+} game_tgids SEC(".maps");
+
 struct task_ctx {
 	u64 enqueue_at;    /* last DSQ insertion, 0 while not queued (sojourn / wake latency) */
 	u64 last_run_at;   /* start of the current run, for runtime accounting */

@@ -10,7 +10,8 @@
 //!   batch slice stays within 20-80 ms, lowlatency's preemption delay at 1 ms or less), and the
 //!   sleep adjustment and the longrun override cannot take it out either, since the rails are
 //!   the loop's last step;
-//! - adds names to the LAT_CRITICAL compositor list (gaming).
+//! - adds names to the LAT_CRITICAL compositor list, and makes every thread of a game Steam
+//!   launched LAT_CRITICAL (gaming).
 //!
 //! `auto` scales by 1 with the standard rails and no names: exactly the scheduler without a
 //! mode. Topology parameters (`topo_params`) are not touched: they follow the machine, not the
@@ -81,6 +82,8 @@ pub struct Preset {
     pub rails: Rails,
     /// Process names (comm) made LAT_CRITICAL on top of the built-in compositor list.
     pub compositors: &'static [&'static str],
+    /// Every thread of a game Steam launched made LAT_CRITICAL (src/games.rs).
+    pub boost_games: bool,
 }
 
 /// The scheduler without a mode. Every `scale` here lists factors in [`Knob::ALL`] order:
@@ -89,6 +92,7 @@ const AUTO: Preset = Preset {
     scale: [ONE; NR_KNOBS],
     rails: RAILS,
     compositors: &[],
+    boost_games: false,
 };
 
 /// A frame's work is one burst: the longer interactive (and longrun) slice lets a render thread
@@ -105,6 +109,7 @@ const GAMING: Preset = Preset {
         .narrow(Knob::LatCriHigh, 8, 32)
         .narrow(Knob::LatCriLow, 1, 8),
     compositors: GAME_THREADS,
+    boost_games: true,
 };
 
 /// Gamescope names its threads, and comm is per thread: the render and present thread
@@ -140,6 +145,7 @@ const LOW_LATENCY: Preset = Preset {
         .narrow(Knob::LatCriHigh, 8, 32)
         .narrow(Knob::LatCriLow, 1, 8),
     compositors: &[],
+    boost_games: false,
 };
 
 /// Fewer wakeups of idle cores and fewer switches: doubled slices and preemption delay, and L2
@@ -155,6 +161,7 @@ const POWER_SAVE: Preset = Preset {
         .narrow(Knob::BurstSlice, MS, 4 * MS)
         .fix_affinity(AffinityMode::Strong),
     compositors: &[],
+    boost_games: false,
 };
 
 /// Throughput: doubled batch slices and preemption delay (BATCH keeps its CPU and cache longer),
@@ -170,6 +177,7 @@ const SERVER: Preset = Preset {
         .narrow(Knob::LatCriHigh, 32, 256)
         .narrow(Knob::LatCriLow, 8, 64),
     compositors: &[],
+    boost_games: false,
 };
 
 impl Mode {

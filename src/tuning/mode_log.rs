@@ -98,5 +98,12 @@ pub fn startup_lines(mode: Mode, adaptive: bool) -> Vec<String> {
             p.compositors.join(", ")
         ));
     }
+    if p.boost_games {
+        lines.push(format!(
+            "mode {mode}: every thread of a game Steam launched (its environment has {}) is \
+             LAT_CRITICAL",
+            crate::games::GAME_ENV.join(" or ")
+        ));
+    }
     lines
 }

@@ -112,6 +112,17 @@ fn mode_compositor_names_are_comm_names_the_default_list_lacks() {
 }
 
 #[test]
+fn only_gaming_boosts_games_and_says_so_at_startup() {
+    for m in Mode::ALL {
+        assert_eq!(m.preset().boost_games, m == Mode::Gaming, "{m}");
+        let said = startup_lines(m, true)
+            .iter()
+            .any(|l| l.contains("every thread of a game Steam launched"));
+        assert_eq!(said, m == Mode::Gaming, "{m}");
+    }
+}
+
+#[test]
 fn every_regime_baseline_is_shaped_by_the_mode() {
     for m in Mode::ALL {
         for r in Regime::ALL {

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod faults;
+pub mod gaming;
 pub mod hybrid;
 pub mod maps;
 pub mod stall;
@@ -61,6 +62,15 @@ pub fn scheduler_binary() -> PathBuf {
         }
     }
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/scx_pandemonium")
+}
+
+/// pandemonium-tools (probe, stress): beside the scheduler in the guest, else this checkout's.
+pub fn tools_binary() -> PathBuf {
+    let installed = Path::new("/usr/local/bin/pandemonium-tools");
+    if installed.exists() {
+        return installed.to_path_buf();
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/pandemonium-tools")
 }
 
 /// Extra scheduler arguments for every layer (e.g. `--no-adaptive`), from PANDEMONIUM_GATE_ARGS.

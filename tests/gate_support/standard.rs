@@ -17,10 +17,10 @@ const HIST_US: u64 = 30_000;
 const CYCLIC_SECS: u64 = 5;
 
 /// 2 busy loops per online CPU, killed on drop.
-struct BusyLoops(Vec<Child>);
+pub struct BusyLoops(Vec<Child>);
 
 impl BusyLoops {
-    fn start() -> BusyLoops {
+    pub fn start() -> BusyLoops {
         let n = 2 * online_cpus().len();
         BusyLoops(
             (0..n)
