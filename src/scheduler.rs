@@ -78,6 +78,7 @@ impl<'obj> Scheduler<'obj> {
             *slot = *l2;
         }
         rodata.hybrid_ro = u8::from(layout.hybrid);
+        rodata.pack_ro = u8::from(opts.mode.preset().pack);
         rodata.trace_slow_ro = u8::from(opts.trace_slow);
         for (slot, size) in rodata.cpu_size_ro.iter_mut().zip(&layout.cpu_size) {
             *slot = *size;

@@ -286,6 +286,12 @@ fn gaming() {
     gaming::layer_gaming();
 }
 
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn powersave() {
+    powersave::layer_powersave();
+}
+
 /// Every scheduler op passed the running kernel's verifier; prints the verified instruction counts
 /// (run on the default and on the newest kernel).
 fn layer_verifier() {
@@ -470,6 +476,8 @@ fn full_gate() {
     eprintln!("gate full_gate: hybrid passed");
     gaming::layer_gaming();
     eprintln!("gate full_gate: gaming passed");
+    powersave::layer_powersave();
+    eprintln!("gate full_gate: powersave passed");
     layer_verifier();
     eprintln!("gate full_gate: verifier passed");
     layer_adaptive();

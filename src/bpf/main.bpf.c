@@ -143,6 +143,8 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 	}
 	if (cpu < 0)
 		cpu = find_idle_l2_sibling(p, prev_cpu, k);
+	if (cpu < 0 && pack_on_busy(p, tctx, prev_cpu, k, tp))
+		return prev_cpu;
 	if (cpu < 0) {
 		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
 		if (!is_idle)

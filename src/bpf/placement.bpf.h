@@ -313,6 +313,26 @@ static __always_inline void preempt_on(struct task_struct *p, struct task_ctx *t
 }
 
 /*
+ * powersave: a waking task whose own CPU is busy queues there rather than wake an idle core, so
+ * fewer cores are awake and each sleeps longer. Only behind a runner that is not BATCH (it
+ * yields within an interactive slice, where a BATCH runner holds the CPU for a batch slice) and
+ * only into room below the depth gate. Compositors and a game's threads still take an idle core:
+ * their frames are what a user sees. Other LAT_CRITICAL tasks pack too: the tier's score (wake
+ * rate times switch rate over runtime) puts nearly every light periodic task there, and those
+ * are the wakeups that keep cores awake.
+ */
+static __always_inline bool pack_on_busy(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+					 struct tuning_knobs *k, struct topo_params *tp)
+{
+	if (!pack_ro || (tctx->flags & (TF_COMPOSITOR | TF_GAME)) || !cpu_is_online(cpu) ||
+	    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || cpu_ctx(cpu)->run_kind != RUN_OTHER ||
+	    !pcpu_has_room(cpu, tp))
+		return false;
+	insert_pcpu(p, tctx, cpu, task_slice(tctx, k), task_vtime(p, tctx, SCX_ENQ_WAKEUP, k, tp), 0);
+	return true;
+}
+
+/*
  * Depth-gated per-CPU placement: @cpu if its DSQ has room, else the nearest sibling by R_eff with
  * room, else the node overflow DSQ. Returns the CPU that was kicked, or -1 for the node DSQ.
  */

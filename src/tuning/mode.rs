@@ -84,6 +84,9 @@ pub struct Preset {
     pub compositors: &'static [&'static str],
     /// Every thread of a game Steam launched made LAT_CRITICAL (src/games.rs).
     pub boost_games: bool,
+    /// A waking task queues behind its busy CPU's non-BATCH runner rather than wake an idle
+    /// core (BPF `pack_on_busy()`, rodata `pack_ro`).
+    pub pack: bool,
 }
 
 /// The scheduler without a mode. Every `scale` here lists factors in [`Knob::ALL`] order:
@@ -93,6 +96,7 @@ const AUTO: Preset = Preset {
     rails: RAILS,
     compositors: &[],
     boost_games: false,
+    pack: false,
 };
 
 /// A frame's work is one burst: the longer interactive (and longrun) slice lets a render thread
@@ -110,6 +114,7 @@ const GAMING: Preset = Preset {
         .narrow(Knob::LatCriLow, 1, 8),
     compositors: GAME_THREADS,
     boost_games: true,
+    pack: false,
 };
 
 /// Gamescope names its threads, and comm is per thread: the render and present thread
@@ -146,12 +151,14 @@ const LOW_LATENCY: Preset = Preset {
         .narrow(Knob::LatCriLow, 1, 8),
     compositors: &[],
     boost_games: false,
+    pack: false,
 };
 
 /// Fewer wakeups of idle cores and fewer switches: doubled slices and preemption delay, and L2
 /// affinity fixed STRONG, so a waking task takes its own CPU or an idle L2 sibling (an SMT
-/// sibling of a core already awake) before any idle CPU elsewhere. The loop may lengthen
-/// slices but not shorten them below auto's defaults.
+/// sibling of a core already awake) before any idle CPU elsewhere; with neither idle, a task
+/// (compositors and games aside) queues behind its own CPU's non-BATCH runner (packing) instead
+/// of waking an idle core. The loop may lengthen slices but not shorten them below auto's defaults.
 const POWER_SAVE: Preset = Preset {
     scale: [TWICE, TWICE, ONE, TWICE, TWICE, ONE, ONE],
     rails: RAILS
@@ -162,6 +169,7 @@ const POWER_SAVE: Preset = Preset {
         .fix_affinity(AffinityMode::Strong),
     compositors: &[],
     boost_games: false,
+    pack: true,
 };
 
 /// Throughput: doubled batch slices and preemption delay (BATCH keeps its CPU and cache longer),
@@ -178,6 +186,7 @@ const SERVER: Preset = Preset {
         .narrow(Knob::LatCriLow, 8, 64),
     compositors: &[],
     boost_games: false,
+    pack: false,
 };
 
 impl Mode {

@@ -98,6 +98,12 @@ pub fn startup_lines(mode: Mode, adaptive: bool) -> Vec<String> {
             p.compositors.join(", ")
         ));
     }
+    if p.pack {
+        lines.push(format!(
+            "mode {mode}: a waking task (compositors and games aside) queues behind its busy \
+             CPU's non-BATCH runner before it wakes an idle core"
+        ));
+    }
     if p.boost_games {
         lines.push(format!(
             "mode {mode}: every thread of a game Steam launched (its environment has {}) is \

@@ -123,6 +123,17 @@ fn only_gaming_boosts_games_and_says_so_at_startup() {
 }
 
 #[test]
+fn only_powersave_packs_and_says_so_at_startup() {
+    for m in Mode::ALL {
+        assert_eq!(m.preset().pack, m == Mode::PowerSave, "{m}");
+        let said = startup_lines(m, true)
+            .iter()
+            .any(|l| l.contains("before it wakes an idle core"));
+        assert_eq!(said, m == Mode::PowerSave, "{m}");
+    }
+}
+
+#[test]
 fn every_regime_baseline_is_shaped_by_the_mode() {
     for m in Mode::ALL {
         for r in Regime::ALL {

@@ -7,6 +7,7 @@ pub mod faults;
 pub mod gaming;
 pub mod hybrid;
 pub mod maps;
+pub mod powersave;
 pub mod stall;
 pub mod standard;
 pub mod workload;
