@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The `powersave` layer: under `--mode powersave` a waking task whose CPU is busy with a
 //! non-BATCH runner queues there instead of waking an idle core (BPF `pack_on_busy()`); auto lets
-//! it take the idle core. Light periodic workers (2 ms asleep, 300 us of work, 4 of them: about
-//! half of 2 CPUs) wake into each other all the time. Under powersave they must migrate at most
-//! half as often as under auto. Also printed: how often the CPUs went idle (sched_goidle in
-//! /proc/schedstat), the count a package's idle states follow.
+//! it take the idle core. Light periodic workers (2 ms asleep, 300 us of work, 2 per CPU: about a
+//! quarter of the machine) wake into each other all the time. Under powersave they must migrate
+//! at most MAX_RATIO times as often as under auto. 6.18, tcg-single: powersave without packing
+//! migrated 0.93-0.98x auto's count on 2 vCPUs and 0.84x on 4; with it 0.41-0.46x and
+//! 0.52-0.59x. Also printed: how
+//! often the CPUs went idle (sched_goidle in /proc/schedstat), the count a package's idle states
+//! follow.
 
 use super::workload::Mix;
 use super::*;
 
-const WORKERS: usize = 4;
+const WORKERS_PER_CPU: usize = 2;
+const MAX_RATIO: f64 = 0.7;
 const RUN: Duration = Duration::from_secs(8);
 const PREFIX: &str = "pack-";
 const SCHEDSTATS: &str = "/proc/sys/kernel/sched_schedstats";
@@ -48,7 +52,7 @@ fn run(mode: &str) -> (u64, u64) {
     let mut sched = SchedulerProc::start(&["--mode", mode]);
     sched.wait_attached();
     let mut mix = Mix::new();
-    for i in 0..WORKERS {
+    for i in 0..WORKERS_PER_CPU * online_cpus().len() {
         mix.sleeper(
             &format!("{PREFIX}{i}"),
             Duration::from_millis(2),
@@ -83,10 +87,15 @@ pub fn layer_powersave() {
     let auto = run("auto");
     let save = run("powersave");
     let _ = fs::write(SCHEDSTATS, before.trim());
+    let ratio = save.0 as f64 / auto.0.max(1) as f64;
     eprintln!(
-        "gate powersave: {WORKERS} workers (2 ms asleep, 300 us busy) over {RUN:?}: migrations auto \
-         {} / powersave {}, CPUs went idle auto {} / powersave {} times",
-        auto.0, save.0, auto.1, save.1
+        "gate powersave: {} workers (2 ms asleep, 300 us busy) over {RUN:?}: migrations auto {} / \
+         powersave {} ({ratio:.2}x), CPUs went idle auto {} / powersave {} times",
+        WORKERS_PER_CPU * online_cpus().len(),
+        auto.0,
+        save.0,
+        auto.1,
+        save.1
     );
     assert!(
         auto.0 >= 20,
@@ -94,8 +103,9 @@ pub fn layer_powersave() {
         auto.0
     );
     assert!(
-        save.0 * 2 <= auto.0,
-        "powersave migrated the workers {} times against auto's {}",
+        ratio <= MAX_RATIO,
+        "powersave migrated the workers {} times against auto's {} ({ratio:.2}x, over \
+         {MAX_RATIO}x)",
         save.0,
         auto.0
     );
