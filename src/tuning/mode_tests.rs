@@ -111,25 +111,24 @@ fn mode_compositor_names_are_comm_names_the_default_list_lacks() {
     }
 }
 
+/// The policies beyond knobs belong to one mode each, and its startup log names them.
 #[test]
-fn only_gaming_boosts_games_and_says_so_at_startup() {
-    for m in Mode::ALL {
-        assert_eq!(m.preset().boost_games, m == Mode::Gaming, "{m}");
-        let said = startup_lines(m, true)
-            .iter()
-            .any(|l| l.contains("every thread of a game Steam launched"));
-        assert_eq!(said, m == Mode::Gaming, "{m}");
-    }
-}
-
-#[test]
-fn only_powersave_packs_and_says_so_at_startup() {
-    for m in Mode::ALL {
-        assert_eq!(m.preset().pack, m == Mode::PowerSave, "{m}");
-        let said = startup_lines(m, true)
-            .iter()
-            .any(|l| l.contains("before it wakes an idle core"));
-        assert_eq!(said, m == Mode::PowerSave, "{m}");
+fn only_gaming_boosts_games_and_only_powersave_packs_and_the_log_says_so() {
+    type Flag = fn(&super::Preset) -> bool;
+    let policies: [(Flag, Mode, &str); 2] = [
+        (
+            |p| p.boost_games,
+            Mode::Gaming,
+            "every thread of a game Steam launched",
+        ),
+        (|p| p.pack, Mode::PowerSave, "before it wakes an idle core"),
+    ];
+    for (flag, owner, text) in policies {
+        for m in Mode::ALL {
+            assert_eq!(flag(m.preset()), m == owner, "{m}");
+            let said = startup_lines(m, true).iter().any(|l| l.contains(text));
+            assert_eq!(said, m == owner, "{m}: {text}");
+        }
     }
 }
 
