@@ -134,8 +134,11 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 		return cpu;
 	}
 	cpu = pick_idle_sized(p, tctx, prev_cpu, tp);
-	/* Synchronous wakeups never preempt (try_wakeup_preempt()). */
-	if (cpu < 0 && !tctx->sync_wake && cpu_ctx(bpf_get_smp_processor_id())->online &&
+	/*
+	 * Synchronous wakeups never preempt (try_wakeup_preempt()). hybrid_ro first: on a symmetric
+	 * machine the verifier drops the whole test.
+	 */
+	if (hybrid_ro && cpu < 0 && !tctx->sync_wake && cpu_ctx(bpf_get_smp_processor_id())->online &&
 	    (cpu = claim_big_batch(p, tctx, prev_cpu, tp)) >= 0) {
 		task_vtime(p, tctx, SCX_ENQ_WAKEUP, k, tp);
 		preempt_on(p, tctx, cpu, task_slice(tctx, k), 0);
