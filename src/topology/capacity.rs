@@ -370,8 +370,7 @@ mod tests {
 
     #[test]
     fn three_kinds_of_highest_perf_have_a_middle() {
-        // Performance, efficiency and low-power cores in the ratio of the 5025/3524/2399 MHz
-        // that a newer arch/x86/kernel/acpi/cppc.c lists for Zen 6 clients.
+        // A made-up part with three core kinds, each step between them past the 1.3x gap.
         let s = CpuSizes::from_highest_perf(
             AMD_PSTATE,
             caps(&[(0, 196), (1, 201), (2, 137), (3, 137), (4, 94), (5, 94)]),
