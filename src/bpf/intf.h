@@ -113,6 +113,7 @@ struct pandemonium_stats {
 	u64 nr_shared;
 	u64 nr_pcpu;
 	u64 nr_spills;
+	u64 nr_packed;
 	u64 nr_preempt;
 	u64 nr_keep_running;
 	u64 nr_hard_kicks;

@@ -329,6 +329,7 @@ static __always_inline bool pack_on_busy(struct task_struct *p, struct task_ctx 
 	    !pcpu_has_room(cpu, tp))
 		return false;
 	insert_pcpu(p, tctx, cpu, task_slice(tctx, k), task_vtime(p, tctx, SCX_ENQ_WAKEUP, k, tp), 0);
+	STAT_INC(nr_packed);
 	return true;
 }
 

@@ -55,6 +55,10 @@ stats_struct! {
         nr_pcpu: u64 = "insertions into a per-CPU queue", _counter;
         nr_spills: u64 =
             "placements sent to a near peer CPU because the own queue was full", _counter;
+        nr_packed: u64 =
+            "powersave: wakeups queued behind their busy CPU's runner instead of waking an idle \
+             core",
+            _counter;
         nr_preempt: u64 =
             "tick preemptions of BATCH tasks in favour of waiting interactive work", _counter;
         nr_keep_running: u64 =
@@ -164,6 +168,7 @@ impl PandemoniumMetrics {
             nr_shared: st.nr_shared,
             nr_pcpu: st.nr_pcpu,
             nr_spills: st.nr_spills,
+            nr_packed: st.nr_packed,
             nr_preempt: st.nr_preempt,
             nr_keep_running: st.nr_keep_running,
             nr_hard_kicks: st.nr_hard_kicks,
