@@ -11,7 +11,9 @@
 //!
 //! Once a second the daemon lists `/proc` and reads the environment of each process it has not
 //! seen before. A process is known by its pid and start time, so a pid the kernel hands to a new
-//! process after the game's exits is judged again.
+//! process after the game's exits is judged again; one not a game's is judged again when its
+//! name changes, since a launcher that puts `SteamGameId` only into the new program's
+//! environment (execve's) shows its own environment between fork and exec.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -58,10 +60,17 @@ pub struct Changes {
     pub removed: Vec<u32>,
 }
 
+/// What a scan remembers of a process.
+#[derive(Debug)]
+struct Known {
+    start: u64,
+    comm: String,
+    game: bool,
+}
+
 #[derive(Debug, Default)]
 pub struct GameTracker {
-    /// pid -> (start time, whether it is a game's).
-    known: HashMap<u32, (u64, bool)>,
+    known: HashMap<u32, Known>,
 }
 
 impl GameTracker {
@@ -71,7 +80,7 @@ impl GameTracker {
     }
 
     pub fn boosted(&self) -> usize {
-        self.known.values().filter(|(_, game)| *game).count()
+        self.known.values().filter(|k| k.game).count()
     }
 
     /// Lists `proc_root` (normally `/proc`): game processes new since the last scan, and boosted
@@ -99,24 +108,29 @@ impl GameTracker {
                 continue;
             };
             alive.insert(pid);
-            if let Some(&(known_start, was_game)) = self.known.get(&pid) {
-                if known_start == start {
+            if let Some(k) = self.known.get(&pid) {
+                if k.start == start && (k.game || k.comm == comm) {
                     continue;
                 }
-                if was_game {
+                if k.game {
                     changes.removed.push(pid);
                 }
             }
             // Kernel threads have an empty environ; a process we may not read is no game of ours.
             let game = fs::read(dir.join("environ")).ok().and_then(|e| game_id(&e));
-            self.known.insert(pid, (start, game.is_some()));
+            let known = Known {
+                start,
+                comm: comm.clone(),
+                game: game.is_some(),
+            };
+            self.known.insert(pid, known);
             if let Some(game) = game {
                 changes.added.push(GameProc { pid, comm, game });
             }
         }
-        self.known.retain(|pid, (_, game)| {
+        self.known.retain(|pid, k| {
             let keep = alive.contains(pid);
-            if !keep && *game {
+            if !keep && k.game {
                 changes.removed.push(*pid);
             }
             keep
@@ -224,6 +238,23 @@ mod tests {
         // And back to a game process: added again.
         put(root.path(), 300, "game", 90, &["SteamGameId=42"]);
         assert_eq!(t.scan(root.path()).added.len(), 1);
+    }
+
+    /// Seen between fork and exec, the child shows its launcher's environment; after the exec
+    /// (a new name, the same start time) it is read again.
+    #[test]
+    fn a_process_seen_before_its_exec_is_judged_again_after_it() {
+        let root = tempfile::tempdir().unwrap();
+        put(root.path(), 500, "steam", 20, &["HOME=/home/u"]);
+        let mut t = GameTracker::default();
+        assert_eq!(t.scan(root.path()), Changes::default());
+        put(root.path(), 500, "game.exe", 20, &["SteamGameId=730"]);
+        let added = t.scan(root.path()).added;
+        assert_eq!((added.len(), added[0].pid), (1, 500));
+        // A game that renames itself stays boosted, reported once.
+        put(root.path(), 500, "GameThread", 20, &["SteamGameId=730"]);
+        assert_eq!(t.scan(root.path()), Changes::default());
+        assert_eq!(t.boosted(), 1);
     }
 
     #[test]
