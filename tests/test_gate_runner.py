@@ -7,8 +7,9 @@ import sys
 import pytest
 
 from pandemonium_common import PROJECT_ROOT, PandemoniumError
-from tools.pandemonium.gate_runner import (GATE_SOURCE, HOST_LAYERS, host_layers, known_layers,
-                                           parse_layers, skipped_in_log)
+from tools.pandemonium.gate_runner import (GATE_SOURCE, HOST_LAYERS, failure_in_log,
+                                           host_layers, known_layers, parse_layers,
+                                           skipped_in_log)
 
 
 def test_default_is_full_gate():
@@ -29,6 +30,25 @@ def test_skips_are_read_from_the_console_log(tmp_path):
                    "GATE-SKIP hotplug: not in full_gate yet\n")
     assert skipped_in_log(log) == ["contention", "hotplug"]
     assert skipped_in_log(tmp_path / "missing.log") == []
+
+
+def test_a_failure_names_the_last_layer_passed_and_the_panic(tmp_path):
+    log = tmp_path / "vm-console.log"
+    log.write_text("gate full_gate: load passed\ngate full_gate: hybrid passed\n"
+                   "[   80.1] sched_ext: BPF scheduler \"pandemonium\" disabled\n"
+                   "thread 'full_gate' panicked at tests/gate_support/gaming.rs:75:5:\n"
+                   "assertion `left == right` failed: --mode gaming: tiers\n"
+                   "  left: (Some(Batch), Some(Batch))\n"
+                   " right: (Some(LatCritical), Some(Batch))\n"
+                   "note: run with `RUST_BACKTRACE=1`\n")
+    assert failure_in_log(log) == [
+        "full_gate passed up to hybrid",
+        "thread 'full_gate' panicked at tests/gate_support/gaming.rs:75:5:",
+        "assertion `left == right` failed: --mode gaming: tiers",
+        "left: (Some(Batch), Some(Batch))",
+        "right: (Some(LatCritical), Some(Batch))",
+    ]
+    assert failure_in_log(tmp_path / "missing.log") == []
 
 
 def test_the_layers_are_the_gate_tests(tmp_path):

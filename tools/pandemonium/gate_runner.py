@@ -45,6 +45,9 @@ class GateRun:
     accel: str
     duration_s: float
     skipped: list[str] = field(default_factory=list)
+    # A failed run's last passed full_gate layer and its panic, for the summary: the CI keeps
+    # only the tail of the output, where the summary is.
+    failure: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -65,6 +68,29 @@ def skipped_in_log(log_path: Path) -> list[str]:
     except OSError:
         return []
     return re.findall(r"GATE-SKIP (\w+):", text)
+
+
+_PANIC = re.compile(r"^thread '[^']*' panicked at ")
+_FULL_GATE_PASSED = re.compile(r"^gate full_gate: (\w+) passed", re.M)
+PANIC_LINES = 4
+
+
+def failure_in_log(log_path: Path) -> list[str]:
+    """Where a failed gate run stopped: the last layer full_gate passed, and the first panic with
+    the lines of its message."""
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError:
+        return []
+    out = []
+    passed = _FULL_GATE_PASSED.findall(text)
+    if passed:
+        out.append(f"full_gate passed up to {passed[-1]}")
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if _PANIC.match(ln)), None)
+    if start is not None:
+        out.extend(ln.strip()[:300] for ln in lines[start:start + PANIC_LINES] if ln.strip())
+    return out
 
 
 def known_layers(source: Path = GATE_SOURCE) -> list[str]:
@@ -153,7 +179,8 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
                 log.error("gate: %s", p)
             rc = 1 if problems else rc
         runs.append(GateRun(cpus, res.kernel_version, runnable, rc, res.accel_used,
-                            res.duration_s, todo + skipped_in_log(Path(res.log_path))))
+                            res.duration_s, todo + skipped_in_log(Path(res.log_path)),
+                            [] if rc == 0 else failure_in_log(Path(res.log_path))))
     if hosted:
         runs.append(run_service(cpus_list[0], kernel, accel, extra_args))
     return runs
@@ -184,4 +211,6 @@ def summarize(runs: list[GateRun]) -> tuple[int, int, int]:
                  ",".join(r.layers) or "-", r.accel, r.duration_s, verdict)
         if r.skipped:
             log.info("           skipped (not implemented yet): %s", ", ".join(r.skipped))
+        for line in r.failure:
+            log.info("           %s", line)
     return passed, failed, skipped
