@@ -3,6 +3,7 @@
 //! tuner, write the knobs back, feed the process database, print the telemetry line. One thread,
 //! no locks: BPF only ever sees whole knob structs written by this loop.
 
+use crate::autopower::{self, Watcher};
 use crate::cpustat::{self, CpuTimes};
 use crate::games::GameTracker;
 use crate::procdb::{self, Migration, Observation, ProcDb, SaveReport, WarmMirror};
@@ -33,6 +34,8 @@ pub struct Controller {
     publisher: Option<Publisher>,
     /// Gaming mode only: the game processes BPF boosts.
     games: Option<GameTracker>,
+    /// `--autopower` only: the system's power profile, read on its own thread.
+    power: Option<Watcher>,
 }
 
 impl Controller {
@@ -64,7 +67,18 @@ impl Controller {
             heartbeat: None,
             publisher: None,
             games: mode.preset().boost_games.then(GameTracker::default),
+            power: None,
         }
+    }
+
+    /// `--autopower`: from the next tick on, the mode follows the power profile `w` reads.
+    pub fn follow_power(&mut self, w: Watcher) {
+        self.power = Some(w);
+    }
+
+    /// The mode in force: the one asked for, or what `--autopower` switched to.
+    pub fn mode(&self) -> Mode {
+        self.tuner.mode()
     }
 
     /// Every tick also hands a statistics sample to `p` (the stats server).
@@ -88,6 +102,7 @@ impl Controller {
             hb.beat();
         }
         watchdog::maybe_injected_stall();
+        self.follow_power_profile(sched)?;
 
         let (codel, nr_codel_stalls) = sched.codel();
         let cur = Snapshot {
@@ -162,6 +177,23 @@ impl Controller {
         }
         self.prev = cur;
         self.prev_at = Instant::now();
+        Ok(())
+    }
+
+    /// Switches the mode when the power profile asks for another. The adaptive loop writes the
+    /// new mode's knobs in this same tick; BPF-only mode has no loop, so they are written here.
+    fn follow_power_profile(&mut self, sched: &Scheduler) -> Result<()> {
+        let Some(p) = self.power.as_ref().and_then(Watcher::changed) else {
+            return Ok(());
+        };
+        let s = autopower::on_profile(p, self.tuner.mode());
+        info!("{}", s.line);
+        if s.mode != self.tuner.mode() {
+            self.tuner.set_mode(s.mode);
+            if !self.adaptive {
+                sched.write_knobs(&s.mode.knobs())?;
+            }
+        }
         Ok(())
     }
 

@@ -156,6 +156,7 @@ impl TuningKnobs {
             lat_cri_thresh_high: 32,
             lat_cri_thresh_low: 8,
             affinity_mode: AffinityMode::Weak as u64,
+            pack: 0,
         }
     }
 }

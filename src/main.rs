@@ -10,7 +10,9 @@ use scx_pandemonium::refused::Refused;
 use scx_pandemonium::scheduler::{Options, Scheduler};
 use scx_pandemonium::tuning::{Mode, mode_log};
 use scx_pandemonium::watchdog::{self, Watchdog};
-use scx_pandemonium::{compositor, libbpf_opts, logger, preflight, stats, trace_pipe, version};
+use scx_pandemonium::{
+    autopower, compositor, libbpf_opts, logger, preflight, stats, trace_pipe, version,
+};
 use scx_utils::libbpf_clap_opts::LibbpfOpts;
 use std::mem::MaybeUninit;
 use std::path::Path;
@@ -44,6 +46,13 @@ struct Cli {
           value_parser = Mode::parse)]
     mode: Mode,
 
+    /// Follow the system's power profile (scx_utils' autopower, as scx_lavd's --autopower):
+    /// power-saver runs powersave, balanced and performance run auto; read every second from
+    /// power-profiles-daemon, else cpufreq's energy_performance_preference or scaling_governor.
+    /// Each switch is logged. Only with --mode auto.
+    #[arg(long)]
+    autopower: bool,
+
     /// Always treat processes with this name (comm, at most 15 bytes) as LAT_CRITICAL, in
     /// addition to the built-in compositor list. Repeatable.
     #[arg(long = "compositor", value_name = "NAME", value_parser = compositor::parse_name)]
@@ -61,7 +70,7 @@ struct Cli {
     /// Do not load a scheduler: print the statistics of the scx_pandemonium already running,
     /// every SECS seconds, until Ctrl-C.
     #[arg(long, value_name = "SECS", value_parser = stats::parse_interval,
-          conflicts_with_all = ["stats", "no_adaptive", "mode", "compositors", "verbose", "debug",
+          conflicts_with_all = ["stats", "no_adaptive", "mode", "autopower", "compositors", "verbose", "debug",
                                 "exit_dump_len", "relaxed_maps", "pin_root_path", "kconfig",
                                 "btf_custom_path", "bpf_token_path"])]
     monitor: Option<f64>,
@@ -134,6 +143,15 @@ impl Moved {
     }
 }
 
+/// `--autopower` picks between auto and powersave itself; another mode's compositors, game boost
+/// and rails would come and go with the profile.
+fn autopower_with_mode(mode: Mode) -> String {
+    format!(
+        "--autopower switches between auto and powersave by the power profile and cannot be \
+         combined with --mode {mode}; drop one of them"
+    )
+}
+
 /// A usage error: systemd's unit does not retry it (RestartPreventExitStatus=2).
 const USAGE_ERROR: u8 = 2;
 
@@ -146,6 +164,10 @@ fn main() -> ExitCode {
     }
     if let Some(moved) = &cli.moved {
         error!("{}", moved.message());
+        return ExitCode::from(USAGE_ERROR);
+    }
+    if cli.autopower && cli.mode != Mode::Auto {
+        error!("{}", autopower_with_mode(cli.mode));
         return ExitCode::from(USAGE_ERROR);
     }
     match run(&cli) {
@@ -195,7 +217,7 @@ fn run(cli: &Cli) -> Result<()> {
         main_thread.unpark();
     })?;
 
-    let opts = Options {
+    let mut opts = Options {
         mode: cli.mode,
         compositors: cli.compositors.clone(),
         exit_dump_len: cli.exit_dump_len,
@@ -215,6 +237,13 @@ fn run(cli: &Cli) -> Result<()> {
         info!("{line}");
     }
     let mut ctl = Controller::new(!cli.no_adaptive, cli.verbose, cli.mode);
+    if cli.autopower {
+        ctl.follow_power(autopower::Watcher::spawn()?);
+        info!(
+            "autopower: following the power profile (power-profiles-daemon, else cpufreq): \
+             power-saver runs powersave, balanced and performance auto"
+        );
+    }
     let publisher = stats::Publisher::default();
     // Kept until we return: dropping it closes the socket.
     let _server = stats::serve(publisher.clone(), cli.stats.is_some())?;
@@ -222,19 +251,21 @@ fn run(cli: &Cli) -> Result<()> {
     if let Some(secs) = cli.stats {
         stats::spawn_printer(secs, shutdown.clone())?;
     }
-    let result = run_loop(&opts, &shutdown, &mut ctl, !cli.no_adaptive);
+    let result = run_loop(&mut opts, &shutdown, &mut ctl, !cli.no_adaptive);
     ctl.finish();
     result
 }
 
 /// Load, attach and run; reload when the kernel asks for a restart (CPU hotplug).
 fn run_loop(
-    opts: &Options,
+    opts: &mut Options,
     shutdown: &Arc<AtomicBool>,
     ctl: &mut Controller,
     adaptive: bool,
 ) -> Result<()> {
     loop {
+        // After a hotplug restart, the knobs of the mode --autopower switched to.
+        opts.mode = ctl.mode();
         let mut open_object = MaybeUninit::uninit();
         let mut sched = Scheduler::init(&mut open_object, opts)?;
         // Started after attach: loading a large BPF program may take longer than the timeout.

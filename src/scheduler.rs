@@ -26,7 +26,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 pub struct Options {
-    /// Its knobs are written before attach; its names join the compositor list.
+    /// The mode in force at (re)attach: its knobs are written before attach, its names join the
+    /// compositor list.
     pub mode: Mode,
     pub compositors: Vec<String>,
     /// Bytes of the kernel's debug dump kept when the scheduler exits on an error; 0 is the
@@ -78,7 +79,6 @@ impl<'obj> Scheduler<'obj> {
             *slot = *l2;
         }
         rodata.hybrid_ro = u8::from(layout.hybrid);
-        rodata.pack_ro = u8::from(opts.mode.preset().pack);
         rodata.trace_slow_ro = u8::from(opts.trace_slow);
         for (slot, size) in rodata.cpu_size_ro.iter_mut().zip(&layout.cpu_size) {
             *slot = *size;

@@ -36,6 +36,7 @@ fn help_lists_the_options() {
     for opt in [
         "--no-adaptive",
         "-m, --mode <MODE>",
+        "--autopower",
         "--compositor",
         "--verbose",
         "--version",
@@ -252,6 +253,26 @@ fn a_bad_mode_is_a_usage_error_that_lists_the_modes() {
         2,
         "the modes are auto, gaming, lowlatency, powersave, server",
     );
+}
+
+/// `--autopower` picks between auto and powersave; beside another mode it is refused before
+/// anything loads, and beside auto it parses (the run then stops at the sched_ext check).
+#[test]
+fn autopower_goes_with_auto_only() {
+    for mode in ["gaming", "powersave", "server"] {
+        assert_rejected(
+            &["--autopower", "-m", mode],
+            2,
+            &format!("cannot be combined with --mode {mode}"),
+        );
+    }
+    if Path::new("/sys/kernel/sched_ext").exists() {
+        eprintln!("this host has sched_ext; accepting --autopower would start the scheduler");
+        return;
+    }
+    let o = bin().args(["--autopower", "-m", "auto"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("no sched_ext support"), "{}", text(&o));
 }
 
 /// Every mode passes parsing, in scx_loader's spelling too: the run then stops at the

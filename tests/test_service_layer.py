@@ -340,3 +340,29 @@ def test_a_save_under_the_loader_must_be_the_refused_fsync_warning():
                 {"MESSAGE": "pandemonium: procdb: saved 12 profiles to /x", "PRIORITY": "4"}):
         with pytest.raises(guest.CheckFailed):
             guest.unsynced_save(bad)
+
+
+def test_monitor_samples_and_the_packed_wakeups_between_them():
+    out = [
+        "--- scx_pandemonium statistics (rates over 1.0 s) ---\n",
+        "  knob_pack                   0\n",
+        "  mode                        auto\n",
+        "  nr_packed                   10 (+0/s)\n",
+        "--- scx_pandemonium statistics (rates over 1.0 s) ---\n",
+        "  knob_pack                   1\n",
+        "  mode                        powersave\n",
+        "  nr_packed                   25 (+15/s)\n",
+        "  nr_dispatches               7 (+7/s)\n",
+    ]
+    blocks = guest.monitor_blocks(out)
+    assert blocks[1] == {"knob_pack": "1", "mode": "powersave", "nr_packed": "25",
+                         "nr_dispatches": "7"}
+    assert guest.packed_per_sample(blocks) == ({"powersave"}, {"1"}, 15)
+    with pytest.raises(guest.CheckFailed, match="2 needed"):
+        guest.packed_per_sample(blocks[:1])
+
+
+def test_the_autopower_check_runs_after_the_loader_gave_our_unit_back():
+    checks = guest.PHASE_CHECKS["main"]
+    assert checks.index("loader-yields") < checks.index("autopower") < checks.index("enable")
+    assert "power-profiles-daemon" in rootfs.PACKAGES

@@ -80,6 +80,11 @@ struct tuning_knobs {
 	u64 lat_cri_thresh_high;
 	u64 lat_cri_thresh_low;
 	u64 affinity_mode;
+	/*
+	 * powersave's packing (pack_on_busy()), 0 or 1. A knob, not rodata, because --autopower
+	 * switches between auto and powersave while the program runs.
+	 */
+	u64 pack;
 };
 
 /*

@@ -324,7 +324,7 @@ static __always_inline void preempt_on(struct task_struct *p, struct task_ctx *t
 static __always_inline bool pack_on_busy(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 					 struct tuning_knobs *k, struct topo_params *tp)
 {
-	if (!pack_ro || (tctx->flags & (TF_COMPOSITOR | TF_GAME)) || !cpu_is_online(cpu) ||
+	if (!k->pack || (tctx->flags & (TF_COMPOSITOR | TF_GAME)) || !cpu_is_online(cpu) ||
 	    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || cpu_ctx(cpu)->run_kind != RUN_OTHER ||
 	    !pcpu_has_room(cpu, tp))
 		return false;

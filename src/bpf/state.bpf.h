@@ -20,8 +20,6 @@ const volatile u16 cpu_l2_ro[MAX_CPUS];
  */
 const volatile u8 hybrid_ro;
 const volatile u8 cpu_size_ro[MAX_CPUS];
-/* powersave mode: a waking task queues behind its CPU's non-BATCH runner (pack_on_busy()). */
-const volatile u8 pack_ro;
 /*
  * -d/--debug: every wait from a DSQ insertion to running() longer than the overflow rescue age is
  * printed to the trace pipe, with the DSQ the task waited in and the dispatch step that ran it, so

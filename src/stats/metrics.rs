@@ -44,7 +44,7 @@ stats_struct! {
     pub struct PandemoniumMetrics {
         at_ms: u64 = "CLOCK_MONOTONIC time the sample was taken, ms (rates use its differences)";
         adaptive: u64 = "1 when the adaptive control loop runs, 0 in --no-adaptive (BPF-only) mode";
-        mode: String = "--mode preset in force: auto, gaming, lowlatency, powersave or server";
+        mode: String = "mode in force (--mode, or --autopower's pick): auto, gaming, lowlatency, powersave or server";
         regime: String =
             "load regime LIGHT / MIXED / HEAVY (+LONGRUN); '-' without the adaptive loop";
         longrun: u64 = "1 while batch work has queued past the longrun threshold (BPF's flag)";
@@ -105,6 +105,7 @@ stats_struct! {
         knob_lat_cri_thresh_high: u64 = "knob: behaviour score from which a task is LAT_CRITICAL";
         knob_lat_cri_thresh_low: u64 = "knob: behaviour score from which a task is INTERACTIVE";
         knob_affinity_mode: u64 = "knob: L2 placement 0 off / 1 weak / 2 strong";
+        knob_pack: u64 = "knob: 1 when wakeups pack onto busy CPUs (powersave)";
         topology_tau_ns: u64 = "topology mixing time tau, ns (from topology detection)";
 
         codel_target_ns: u64 = "CoDel stall target now (oscillator position x), ns";
@@ -197,6 +198,7 @@ impl PandemoniumMetrics {
             knob_lat_cri_thresh_high: k.lat_cri_thresh_high,
             knob_lat_cri_thresh_low: k.lat_cri_thresh_low,
             knob_affinity_mode: k.affinity_mode,
+            knob_pack: k.pack,
             topology_tau_ns: s.tau_ns,
             codel_target_ns: codel::target(x, &s.topo),
             codel_velocity_ns: v,

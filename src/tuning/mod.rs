@@ -88,6 +88,12 @@ impl Tuner {
         self.mode
     }
 
+    /// `--autopower`'s switch: the next tick shapes and rails the knobs by `mode`. What the loop
+    /// learned (regime, weights) stays: it describes the load, not the mode.
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.mode = mode;
+    }
+
     pub fn regime(&self) -> Regime {
         self.regime.current()
     }
@@ -164,5 +170,6 @@ fn blend_all(base: &TuningKnobs, w: &[f64; NR_EXPERTS]) -> TuningKnobs {
         lat_cri_thresh_high: b(base.lat_cri_thresh_high, Knob::LatCriHigh),
         lat_cri_thresh_low: b(base.lat_cri_thresh_low, Knob::LatCriLow),
         affinity_mode: experts::vote_affinity(w, baseline_affinity) as u64,
+        pack: base.pack,
     }
 }

@@ -85,7 +85,7 @@ pub struct Preset {
     /// Every thread of a game Steam launched made LAT_CRITICAL (src/games.rs).
     pub boost_games: bool,
     /// A waking task queues behind its busy CPU's non-BATCH runner rather than wake an idle
-    /// core (BPF `pack_on_busy()`, rodata `pack_ro`).
+    /// core (BPF `pack_on_busy()`, knob `pack`).
     pub pack: bool,
 }
 
@@ -233,6 +233,7 @@ impl Mode {
         if let Some(a) = p.rails.affinity {
             k.affinity_mode = a as u64;
         }
+        k.pack = u64::from(p.pack);
         k
     }
 

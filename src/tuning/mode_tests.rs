@@ -45,7 +45,11 @@ fn each_mode_writes_its_documented_knobs() {
         (Mode::Server, [MS, 2 * MS, 2, 40 * MS, MS, 48, 12], Weak),
     ];
     for (mode, values, affinity) in table {
-        assert_eq!(mode.knobs(), knobs(values, affinity), "{mode}");
+        let want = TuningKnobs {
+            pack: u64::from(mode == Mode::PowerSave),
+            ..knobs(values, affinity)
+        };
+        assert_eq!(mode.knobs(), want, "{mode}");
     }
 }
 
@@ -130,6 +134,27 @@ fn only_gaming_boosts_games_and_only_powersave_packs_and_the_log_says_so() {
             assert_eq!(said, m == owner, "{m}: {text}");
         }
     }
+}
+
+/// `--autopower`'s switch: the tick after `set_mode` writes the new mode's packing and rails,
+/// the tick after switching back auto's again, and what the loop learned carries over.
+#[test]
+fn a_mode_switch_takes_effect_at_the_next_tick() {
+    let mut tuner = Tuner::with_mode(Mode::Auto);
+    for _ in 0..5 {
+        tuner.tick(&calm());
+    }
+    let auto = tuner.tick(&calm()).knobs;
+    assert_eq!(auto.pack, 0);
+    let weights = *tuner.weights();
+    tuner.set_mode(Mode::PowerSave);
+    assert_eq!(*tuner.weights(), weights);
+    let saving = tuner.tick(&calm()).knobs;
+    assert_eq!(saving.pack, 1);
+    assert_eq!(saving.affinity_mode, AffinityMode::Strong as u64);
+    assert!(Mode::PowerSave.rails().within(&saving) && !Mode::PowerSave.rails().within(&auto));
+    tuner.set_mode(Mode::Auto);
+    assert_eq!(tuner.tick(&calm()).knobs, auto);
 }
 
 #[test]

@@ -91,7 +91,7 @@ impl Rails {
     /// - `burst_slice_ns <= slice_ns`, since the longrun slice exists to be the tighter of the
     ///   two.
     ///
-    /// `affinity_mode` is the fixed one, or forced into the enum's range.
+    /// `affinity_mode` is the fixed one, or forced into the enum's range; `pack` is 0 or 1.
     pub fn enforce(&self, k: TuningKnobs) -> TuningKnobs {
         let mut out = k;
         for knob in Knob::ALL {
@@ -103,6 +103,7 @@ impl Rails {
             Some(m) => m as u64,
             None => k.affinity_mode.min(AffinityMode::Strong as u64),
         };
+        out.pack = k.pack.min(1);
         out
     }
 
@@ -117,6 +118,7 @@ impl Rails {
                 Some(m) => k.affinity_mode == m as u64,
                 None => k.affinity_mode <= AffinityMode::Strong as u64,
             }
+            && k.pack <= 1
     }
 
     /// True when these rails are a narrowing of `outer` that [`Rails::enforce`] can always
@@ -165,6 +167,7 @@ mod tests {
             lat_cri_thresh_high: u64::MAX,
             lat_cri_thresh_low: u64::MAX,
             affinity_mode: u64::MAX,
+            pack: u64::MAX,
         };
         for k in [lo, hi] {
             let e = enforce(k);

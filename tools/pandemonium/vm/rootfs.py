@@ -37,9 +37,10 @@ DEFAULT_SUITE = "trixie"
 # `./pandemonium.py install` and the layer's checks (service_guest.py), the scheduler's shared
 # libraries (libelf, zlib), procps for pgrep/ps when a check fails, polkitd because scx_loader asks
 # org.freedesktop.PolicyKit1 about every Start/Switch/Stop call, root's included, and refuses the
-# call when nothing owns that name.
+# call when nothing owns that name, power-profiles-daemon for --autopower (with no cpufreq driver
+# in the guest it offers power-saver and balanced through its placeholder driver).
 PACKAGES = ("systemd", "systemd-sysv", "dbus", "python3", "libelf1t64", "zlib1g", "procps",
-            "polkitd")
+            "polkitd", "power-profiles-daemon")
 IMAGE_MB = 1536
 LABEL = "pandroot"
 ROOT_DEVICE = "/dev/nvme0n1"  # the guest kernel has NVMe built in (virtio-blk is a module)

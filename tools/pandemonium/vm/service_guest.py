@@ -42,7 +42,7 @@ PHASE_CHECKS = {
     "main": ["install", "security", "start", "sandbox", "monitor", "journal-priority",
              "procdb-restart", "kill-restart", "scx-takes-over", "ours-takes-back",
              "loader-activation", "loader-gaming", "loader-powersave", "loader-stop",
-             "loader-yields", "enable"],
+             "loader-yields", "autopower", "enable"],
     "reboot": ["boot-start", "procdb-reboot", "clean-stop"],
 }
 PHASES = tuple(PHASE_CHECKS)
@@ -51,6 +51,8 @@ PAYLOAD = Path("/opt/pandemonium")
 BINARY = "/usr/local/bin/scx_pandemonium"
 UNIT = "pandemonium"
 SCX_UNIT = "scx"
+PPD_UNIT = "power-profiles-daemon"
+PPD_BUS = ("net.hadess.PowerProfiles", "/net/hadess/PowerProfiles", "net.hadess.PowerProfiles")
 LOADER_UNIT = "scx_loader"
 LOADER_BUS = ("org.scx.Loader", "/org/scx/Loader", "org.scx.Loader")  # name, object, interface
 LOADER_CONFIG = Path("/etc/scx_loader.toml")
@@ -136,6 +138,29 @@ def journal_messages(json_lines: str) -> list[dict]:
         entry["MESSAGE"] = msg or ""
         out.append(entry)
     return out
+
+
+def monitor_blocks(lines: list[str]) -> list[dict[str, str]]:
+    """`--monitor`'s samples, each as {field: first word of its value} (src/stats/format.rs:
+    one block per sample under BLOCK_HEADER, one `  name value` line per field)."""
+    blocks: list[dict[str, str]] = []
+    for line in lines:
+        if BLOCK_HEADER in line:
+            blocks.append({})
+        elif blocks and line.startswith("  ") and len(line.split()) >= 2:
+            name, value = line.split()[:2]
+            blocks[-1][name] = value
+    return blocks
+
+
+def packed_per_sample(blocks: list[dict[str, str]]) -> tuple[set[str], set[str], int]:
+    """The modes and `knob_pack` values the samples after the first show, and how many wakeups
+    BPF packed between the first sample and the last."""
+    if len(blocks) < 2:
+        raise CheckFailed(f"{len(blocks)} --monitor samples, 2 needed")
+    later = blocks[1:]
+    return ({b.get("mode", "?") for b in later}, {b.get("knob_pack", "?") for b in later},
+            int(blocks[-1]["nr_packed"]) - int(blocks[0]["nr_packed"]))
 
 
 def cap_mask(status_text: str, field: str = "CapBnd") -> int | None:
@@ -300,6 +325,47 @@ def start_hog(name: str) -> subprocess.Popen:
     return subprocess.Popen([str(hog), "-c", "while :; do :; done"])
 
 
+def read_monitor(samples: int) -> tuple[list[str], int, str]:
+    """`scx_pandemonium --monitor 1` until it printed `samples` samples, then SIGINT: its
+    output lines, exit status and stderr."""
+    proc = subprocess.Popen([BINARY, "--monitor", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    out: list[str] = []
+
+    def read() -> None:
+        for line in proc.stdout:
+            out.append(line)
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: sum(BLOCK_HEADER in ln for ln in out) >= samples
+                 or proc.poll() is not None, 30 + 10 * samples, f"{samples} --monitor samples")
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=30)
+        reader.join(timeout=5)
+    return out, rc, proc.stderr.read().strip()
+
+
+# Light periodic work, as the gate's powersave layer runs (tests/gate_support/powersave.rs): 300 us
+# busy, 2 ms asleep. Such wakeups find their CPU busy with a short runner, which packing queues
+# behind.
+PERIODIC = ("import time\n"
+            "while True:\n"
+            "    t = time.perf_counter()\n"
+            "    while time.perf_counter() - t < 0.0003:\n"
+            "        pass\n"
+            "    time.sleep(0.002)\n")
+
+
+def set_power_profile(name: str) -> None:
+    busctl("set-property", "ActiveProfile", "s", name, bus=PPD_BUS)
+    got = busctl_value(busctl("get-property", "ActiveProfile", bus=PPD_BUS))
+    if got != name:
+        raise CheckFailed(f"power-profiles-daemon's ActiveProfile is {got!r} after setting {name}")
+
+
 def wait_learned(inv: str, more_than: int, what: str) -> int:
     def learned():
         n = telemetry_profiles(texts(invocation_messages(inv)))
@@ -314,10 +380,10 @@ def reset(unit: str) -> None:
 
 # -- scx_loader over D-Bus ---------------------------------------------------------------------
 
-def busctl(*args: str, timeout: float = 180) -> str:
+def busctl(*args: str, bus: tuple[str, str, str] = LOADER_BUS, timeout: float = 180) -> str:
     # busctl's own 25 s default is short for a call that waits for the D-Bus activation of the
     # loader, and of polkitd, under TCG.
-    name, path, iface = LOADER_BUS
+    name, path, iface = bus
     return sh("busctl", f"--timeout={int(timeout)}", args[0], name, path, iface, *args[1:],
               timeout=timeout + 30, check=True).stdout
 
@@ -490,25 +556,8 @@ class Layer:
                 "/run/scx present")
 
     def monitor(self) -> str:
-        proc = subprocess.Popen([BINARY, "--monitor", "1"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        out: list[str] = []
-
-        def read() -> None:
-            for line in proc.stdout:
-                out.append(line)
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        try:
-            wait_for(lambda: sum(BLOCK_HEADER in ln for ln in out) >= 3 or proc.poll() is not None,
-                     90, "3 --monitor samples")
-        finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-            rc = proc.wait(timeout=30)
-            reader.join(timeout=5)
+        out, rc, err = read_monitor(3)
         blocks = sum(BLOCK_HEADER in line for line in out)
-        err = proc.stderr.read().strip()
         if blocks < 3 or rc != 0:
             raise CheckFailed(f"--monitor 1 printed {blocks} samples, exit {rc}: {err[-300:]}")
         socket = Path("/run/scx/root/stats")
@@ -723,6 +772,52 @@ class Layer:
         return (f"{started}; then systemctl start {UNIT}.service stopped {LOADER_UNIT}.service "
                 f"(Conflicts=, Result {loader.get('Result')}): its scheduler saved {saved} and "
                 f"detached before ours attached as MainPID {pid} (After=) and loaded {loaded}")
+
+    def autopower(self) -> str:
+        """--autopower under our unit: power-profiles-daemon's profile, set over D-Bus, switches
+        the mode, and BPF packs wakeups under power-saver only."""
+        sh("systemctl", "start", f"{PPD_UNIT}.service", check=True, timeout=120)
+        set_power_profile("balanced")
+        Path("/etc/default/pandemonium").write_text('PANDEMONIUM_ARGS="-v --autopower"\n')
+        reset(UNIT)
+        sh("systemctl", "restart", f"{UNIT}.service", check=True, timeout=300)
+        pid, _ = attached_unit(UNIT)
+        inv = invocation(UNIT)
+        # scx_utils names ppd's "balanced" balanced_performance; "unknown" would mean it read
+        # neither ppd nor cpufreq.
+        wait_journal(inv, r"autopower: power profile balanced_performance: mode auto \(unchanged\)",
+                     60, "the first power-profile reading (ppd's balanced) in the journal")
+        workers = [subprocess.Popen([sys.executable, "-c", PERIODIC])
+                   for _ in range(2 * (os.cpu_count() or 1))]
+        self.hogs.extend(workers)
+        seen = []
+        try:
+            for profile, line, mode, pack in (
+                    ("balanced", None, "auto", "0"),
+                    ("power-saver", r"power profile powersave: mode auto -> powersave",
+                     "powersave", "1"),
+                    ("balanced", r"power profile balanced_performance: mode powersave -> auto",
+                     "auto", "0")):
+                if line:
+                    before = len(matching(inv, line))
+                    set_power_profile(profile)
+                    wait_new(inv, line, before, 30, f"the switch to {mode} in the journal")
+                out, rc, err = read_monitor(5)
+                modes, packs, packed = packed_per_sample(monitor_blocks(out))
+                seen.append(f"{profile}: mode {'/'.join(sorted(modes))}, knob_pack "
+                            f"{'/'.join(sorted(packs))}, {packed} wakeups packed in 4 s")
+                if modes != {mode} or packs != {pack}:
+                    raise CheckFailed(f"under {profile} the stats say mode {modes}, knob_pack "
+                                      f"{packs} (want {mode}, {pack}); so far: {seen}")
+                if (packed > 0) != (pack == "1"):
+                    raise CheckFailed(f"under {profile} BPF packed {packed} wakeups; so far: "
+                                      f"{seen}")
+        finally:
+            for w in workers:
+                w.kill()
+            Path("/etc/default/pandemonium").write_text('PANDEMONIUM_ARGS="-v"\n')
+        return (f"PANDEMONIUM_ARGS=--autopower, MainPID {pid}, {len(workers)} light periodic "
+                f"workers; profiles set over D-Bus on {PPD_BUS[0]}: " + "; ".join(seen))
 
     def enable(self) -> str:
         sh("systemctl", "enable", f"{UNIT}.service", check=True)
