@@ -128,7 +128,11 @@ mod tests {
         assert!(s.line.ends_with("mode auto (unchanged)"), "{}", s.line);
         let s = on_profile(PowerProfile::Unknown, Mode::PowerSave);
         assert_eq!(s.mode, Mode::PowerSave);
-        assert!(s.line.contains("mode powersave until one is known"), "{}", s.line);
+        assert!(
+            s.line.contains("mode powersave until one is known"),
+            "{}",
+            s.line
+        );
     }
 
     /// The thread passes on changes only, and `changed` hands over the newest of them.
