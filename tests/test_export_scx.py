@@ -174,8 +174,9 @@ def test_exported_manifest_uses_monorepo_crates(scx_with_crates):
     scx = scx_with_crates
     assert run("--no-fmt", str(scx)).returncode == 0
     got = tomllib.loads((scx / "scheds/rust/scx_pandemonium/Cargo.toml").read_text())
+    # the monorepo's path and version, our features (autopower) kept
     assert got["dependencies"]["scx_utils"] == {"path": "../../../rust/scx_utils",
-                                                "version": "1.2.3"}
+                                                "version": "1.2.3", "features": ["autopower"]}
     # libbpf-sys links "bpf": one libbpf-rs version per workspace, the one scx_utils uses
     assert got["dependencies"]["libbpf-rs"] == "=0.26.0"
     # version.workspace resolved from [workspace.package]
