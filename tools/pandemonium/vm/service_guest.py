@@ -776,7 +776,10 @@ class Layer:
     def autopower(self) -> str:
         """--autopower under our unit: power-profiles-daemon's profile, set over D-Bus, switches
         the mode, and BPF packs wakeups under power-saver only."""
-        sh("systemctl", "start", f"{PPD_UNIT}.service", check=True, timeout=120)
+        # Its unit orders itself After=multi-user.target, which this layer's own boot-time start
+        # job holds back: without ignore-dependencies the start waits for the layer to end.
+        sh("systemctl", "start", "--job-mode=ignore-dependencies", f"{PPD_UNIT}.service",
+           check=True, timeout=120)
         set_power_profile("balanced")
         Path("/etc/default/pandemonium").write_text('PANDEMONIUM_ARGS="-v --autopower"\n')
         reset(UNIT)
@@ -873,7 +876,7 @@ class Layer:
         return 0 if self.passed == names else 1
 
     def diagnose(self) -> None:
-        for unit in (UNIT, SCX_UNIT, LOADER_UNIT, "polkit"):
+        for unit in (UNIT, SCX_UNIT, LOADER_UNIT, "polkit", PPD_UNIT):
             say(sh("systemctl", "status", "--no-pager", "-l", "-n", "40", f"{unit}.service").stdout)
         say(f"sched_ext: {sched_state()}")
 
