@@ -36,14 +36,14 @@ def test_a_failure_names_the_last_layer_passed_and_the_panic(tmp_path):
     log = tmp_path / "vm-console.log"
     log.write_text("gate full_gate: load passed\ngate full_gate: hybrid passed\n"
                    "[   80.1] sched_ext: BPF scheduler \"pandemonium\" disabled\n"
-                   "thread 'full_gate' panicked at tests/gate_support/gaming.rs:75:5:\n"
+                   "thread 'full_gate' (155) panicked at tests/gate_support/gaming.rs:75:5:\n"
                    "assertion `left == right` failed: --mode gaming: tiers\n"
                    "  left: (Some(Batch), Some(Batch))\n"
                    " right: (Some(LatCritical), Some(Batch))\n"
                    "note: run with `RUST_BACKTRACE=1`\n")
     assert failure_in_log(log) == [
         "full_gate passed up to hybrid",
-        "thread 'full_gate' panicked at tests/gate_support/gaming.rs:75:5:",
+        "thread 'full_gate' (155) panicked at tests/gate_support/gaming.rs:75:5:",
         "assertion `left == right` failed: --mode gaming: tiers",
         "left: (Some(Batch), Some(Batch))",
         "right: (Some(LatCritical), Some(Batch))",

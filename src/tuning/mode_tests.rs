@@ -153,7 +153,10 @@ fn a_mode_switch_takes_effect_at_the_next_tick() {
     assert_eq!(saving.pack, 1);
     assert_eq!(saving.affinity_mode, AffinityMode::Strong as u64);
     let centre = |m: Mode| m.rails().enforce(m.baseline(Regime::Mixed, TAU));
-    assert_eq!((auto, saving), (centre(Mode::Auto), centre(Mode::PowerSave)));
+    assert_eq!(
+        (auto, saving),
+        (centre(Mode::Auto), centre(Mode::PowerSave))
+    );
     assert_eq!(saving.slice_ns, 2 * auto.slice_ns);
     tuner.set_mode(Mode::Auto);
     assert_eq!(tuner.tick(&calm()).knobs, auto);

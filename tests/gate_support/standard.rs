@@ -123,11 +123,28 @@ fn run(cmd: &mut Command, what: &str) -> String {
     text
 }
 
-#[derive(Debug, Clone, Copy)]
+/// hackbench runs per measurement; the bound takes their median. One run is a second or two,
+/// and a single one moved 1.6x between the two EEVDF brackets of one boot.
+const HACKBENCH_RUNS: usize = 3;
+
+#[derive(Debug, Clone)]
 struct Figures {
     cyclic_p50_ns: u64,
     cyclic_p99_ns: u64,
+    /// Median of `hackbench_runs`.
     hackbench_s: f64,
+    hackbench_runs: Vec<f64>,
+}
+
+fn hackbench_once() -> f64 {
+    let out = run(
+        Command::new("hackbench").args(["-P", "-g", "2", "-l", "50"]),
+        "hackbench",
+    );
+    out.lines()
+        .find_map(|l| l.strip_prefix("Time:"))
+        .and_then(|t| t.trim().parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("hackbench printed no time: {out}"))
 }
 
 /// One measurement beside busy loops: cyclictest, then hackbench.
@@ -154,28 +171,25 @@ fn measure(overflow: Overflow) -> Figures {
     let (p50, p99, samples) =
         cyclictest_percentiles(&out, overflow).expect("cyclictest printed no samples");
     assert!(samples > 100, "cyclictest: only {samples} samples");
-    let out = run(
-        Command::new("hackbench").args(["-P", "-g", "2", "-l", "50"]),
-        "hackbench",
-    );
-    let secs = out
-        .lines()
-        .find_map(|l| l.strip_prefix("Time:"))
-        .and_then(|t| t.trim().parse::<f64>().ok())
-        .unwrap_or_else(|| panic!("hackbench printed no time: {out}"));
+    let runs: Vec<f64> = (0..HACKBENCH_RUNS).map(|_| hackbench_once()).collect();
+    let mut sorted = runs.clone();
+    sorted.sort_by(f64::total_cmp);
     Figures {
         cyclic_p50_ns: p50,
         cyclic_p99_ns: p99,
-        hackbench_s: secs,
+        hackbench_s: sorted[HACKBENCH_RUNS / 2],
+        hackbench_runs: runs,
     }
 }
 
 fn show(f: &Figures) -> String {
+    let runs: Vec<String> = f.hackbench_runs.iter().map(|s| format!("{s:.2}")).collect();
     format!(
-        "cyclictest P50 {:.0} us P99 {:.0} us, hackbench {:.2} s",
+        "cyclictest P50 {:.0} us P99 {:.0} us, hackbench median {:.2} s ({} s)",
         f.cyclic_p50_ns as f64 / 1e3,
         f.cyclic_p99_ns as f64 / 1e3,
-        f.hackbench_s
+        f.hackbench_s,
+        runs.join(" / ")
     )
 }
 
@@ -184,6 +198,8 @@ fn show(f: &Figures) -> String {
 /// they catch the old gap (cyclictest 3-4x, hackbench 10x), not the last 10 %. Measured in the
 /// full gate (tcg-single): cyclictest P99 0.83x / 0.49x the worse EEVDF run and hackbench 0.86x /
 /// 0.56x at 2 / 4 vCPUs, so hackbench's bound is 1.5x (it was 2x before the wakeup fixes).
+/// hackbench is the median of 3 runs each: with one, a single slow run (2.19 s against EEVDF's
+/// 1.45 s and 0.92 s in one boot) failed the bound as often as a regression would.
 pub fn layer_interactive() {
     require_gate_environment();
     let eevdf_a = measure(Overflow::AtHistogramEnd);
@@ -210,7 +226,7 @@ pub fn layer_interactive() {
     let eevdf_hb = eevdf_a.hackbench_s.max(eevdf_b.hackbench_s);
     assert!(
         pand.hackbench_s <= eevdf_hb * 1.5,
-        "hackbench {:.2} s exceeds 1.5x the worse EEVDF run ({:.2} s)",
+        "hackbench median {:.2} s exceeds 1.5x the worse EEVDF median ({:.2} s)",
         pand.hackbench_s,
         eevdf_hb
     );

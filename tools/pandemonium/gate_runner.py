@@ -70,7 +70,8 @@ def skipped_in_log(log_path: Path) -> list[str]:
     return re.findall(r"GATE-SKIP (\w+):", text)
 
 
-_PANIC = re.compile(r"^thread '[^']*' panicked at ")
+# Rust 1.89+ puts the thread id after the name: "thread 'full_gate' (155) panicked at ...".
+_PANIC = re.compile(r"^thread '[^']*'(?: \(\d+\))? panicked at ")
 _FULL_GATE_PASSED = re.compile(r"^gate full_gate: (\w+) passed", re.M)
 PANIC_LINES = 4
 
@@ -89,7 +90,11 @@ def failure_in_log(log_path: Path) -> list[str]:
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if _PANIC.match(ln)), None)
     if start is not None:
-        out.extend(ln.strip()[:300] for ln in lines[start:start + PANIC_LINES] if ln.strip())
+        for ln in lines[start:start + PANIC_LINES]:
+            if ln.startswith(("note: run with", "---- ")):
+                break
+            if ln.strip():
+                out.append(ln.strip()[:300])
     return out
 
 
