@@ -193,13 +193,17 @@ fn show(f: &Figures) -> String {
     )
 }
 
+/// hackbench is the median of 3 runs each. At 2 vCPUs ours spread 0.85-1.84x the worse EEVDF
+/// median over five runs in two boots (2026-11-27; the build before this bound changed and the
+/// one after, alternating: both builds reach both ends; #15's hackbench gap). A 1.5x bound
+/// failed two of them, as a single run failed it in a full gate, so it is 2.5x: above that
+/// spread, far below the old 10x.
+const HACKBENCH_BOUND: f64 = 2.5;
+
 /// EEVDF, then pandemonium, then EEVDF again in the same boot. The bounds take the worse EEVDF
 /// bracket (EEVDF alone moves up to 2x between runs in one TCG boot) with room for that noise:
 /// they catch the old gap (cyclictest 3-4x, hackbench 10x), not the last 10 %. Measured in the
-/// full gate (tcg-single): cyclictest P99 0.83x / 0.49x the worse EEVDF run and hackbench 0.86x /
-/// 0.56x at 2 / 4 vCPUs, so hackbench's bound is 1.5x (it was 2x before the wakeup fixes).
-/// hackbench is the median of 3 runs each: with one, a single slow run (2.19 s against EEVDF's
-/// 1.45 s and 0.92 s in one boot) failed the bound as often as a regression would.
+/// full gate (tcg-single): cyclictest P99 0.83x / 0.49x the worse EEVDF run at 2 / 4 vCPUs.
 pub fn layer_interactive() {
     require_gate_environment();
     let eevdf_a = measure(Overflow::AtHistogramEnd);
@@ -225,8 +229,8 @@ pub fn layer_interactive() {
     );
     let eevdf_hb = eevdf_a.hackbench_s.max(eevdf_b.hackbench_s);
     assert!(
-        pand.hackbench_s <= eevdf_hb * 1.5,
-        "hackbench median {:.2} s exceeds 1.5x the worse EEVDF median ({:.2} s)",
+        pand.hackbench_s <= eevdf_hb * HACKBENCH_BOUND,
+        "hackbench median {:.2} s exceeds {HACKBENCH_BOUND}x the worse EEVDF median ({:.2} s)",
         pand.hackbench_s,
         eevdf_hb
     );
