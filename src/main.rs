@@ -70,9 +70,9 @@ struct Cli {
     /// Do not load a scheduler: print the statistics of the scx_pandemonium already running,
     /// every SECS seconds, until Ctrl-C.
     #[arg(long, value_name = "SECS", value_parser = stats::parse_interval,
-          conflicts_with_all = ["stats", "no_adaptive", "mode", "autopower", "compositors", "verbose", "debug",
-                                "exit_dump_len", "relaxed_maps", "pin_root_path", "kconfig",
-                                "btf_custom_path", "bpf_token_path"])]
+          conflicts_with_all = ["stats", "no_adaptive", "mode", "autopower", "compositors",
+                                "verbose", "debug", "exit_dump_len", "relaxed_maps",
+                                "pin_root_path", "kconfig", "btf_custom_path", "bpf_token_path"])]
     monitor: Option<f64>,
 
     /// Describe every statistics field (--stats, --monitor) and exit.
