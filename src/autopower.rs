@@ -99,7 +99,6 @@ pub fn on_profile(p: PowerProfile, current: Mode) -> Switch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
     use std::time::Instant;
 
     #[test]
@@ -138,16 +137,15 @@ mod tests {
     /// The thread passes on changes only, and `changed` hands over the newest of them.
     #[test]
     fn the_watcher_reports_each_change_once() {
-        let script = Arc::new(Mutex::new(vec![
-            PowerProfile::Balanced { power: false },
-            PowerProfile::Balanced { power: false },
-            PowerProfile::Powersave,
-        ]));
-        let feed = script.clone();
+        let balanced = PowerProfile::Balanced { power: false };
+        let mut script = vec![balanced, balanced, PowerProfile::Powersave];
         let w = Watcher::spawn_with(
             move || {
-                let mut s = feed.lock().unwrap();
-                if s.len() > 1 { s.remove(0) } else { s[0] }
+                if script.len() > 1 {
+                    script.remove(0)
+                } else {
+                    script[0]
+                }
             },
             Duration::from_millis(5),
         )

@@ -44,7 +44,8 @@ stats_struct! {
     pub struct PandemoniumMetrics {
         at_ms: u64 = "CLOCK_MONOTONIC time the sample was taken, ms (rates use its differences)";
         adaptive: u64 = "1 when the adaptive control loop runs, 0 in --no-adaptive (BPF-only) mode";
-        mode: String = "mode in force (--mode, or --autopower's pick): auto, gaming, lowlatency, powersave or server";
+        mode: String = "mode in force (--mode, or --autopower's pick): auto, gaming, lowlatency, \
+                        powersave or server";
         regime: String =
             "load regime LIGHT / MIXED / HEAVY (+LONGRUN); '-' without the adaptive loop";
         longrun: u64 = "1 while batch work has queued past the longrun threshold (BPF's flag)";
