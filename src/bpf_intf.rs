@@ -46,6 +46,27 @@ pub const CPU_SIZE_MID: u8 = c::cpu_size_CPU_SIZE_MID as u8;
 pub const CPU_SIZE_LITTLE: u8 = c::cpu_size_CPU_SIZE_LITTLE as u8;
 pub const NR_TIERS: usize = c::pandemonium_tier_NR_TIERS as usize;
 
+/// `enum knob_limits`: the range BPF clamps each knob to (src/tuning/rails.rs uses them as its
+/// widest rails).
+pub mod knob_limits {
+    use super::c;
+
+    pub const KNOB_SLICE_MIN_NS: u64 = c::knob_limits_KNOB_SLICE_MIN_NS as u64;
+    pub const KNOB_SLICE_MAX_NS: u64 = c::knob_limits_KNOB_SLICE_MAX_NS as u64;
+    pub const KNOB_PREEMPT_MIN_NS: u64 = c::knob_limits_KNOB_PREEMPT_MIN_NS as u64;
+    pub const KNOB_PREEMPT_MAX_NS: u64 = c::knob_limits_KNOB_PREEMPT_MAX_NS as u64;
+    pub const KNOB_LAG_SCALE_MIN: u64 = c::knob_limits_KNOB_LAG_SCALE_MIN as u64;
+    pub const KNOB_LAG_SCALE_MAX: u64 = c::knob_limits_KNOB_LAG_SCALE_MAX as u64;
+    pub const KNOB_BATCH_SLICE_MIN_NS: u64 = c::knob_limits_KNOB_BATCH_SLICE_MIN_NS as u64;
+    pub const KNOB_BATCH_SLICE_MAX_NS: u64 = c::knob_limits_KNOB_BATCH_SLICE_MAX_NS as u64;
+    pub const KNOB_BURST_SLICE_MIN_NS: u64 = c::knob_limits_KNOB_BURST_SLICE_MIN_NS as u64;
+    pub const KNOB_BURST_SLICE_MAX_NS: u64 = c::knob_limits_KNOB_BURST_SLICE_MAX_NS as u64;
+    pub const KNOB_LAT_CRI_HIGH_MIN: u64 = c::knob_limits_KNOB_LAT_CRI_HIGH_MIN as u64;
+    pub const KNOB_LAT_CRI_HIGH_MAX: u64 = c::knob_limits_KNOB_LAT_CRI_HIGH_MAX as u64;
+    pub const KNOB_LAT_CRI_LOW_MIN: u64 = c::knob_limits_KNOB_LAT_CRI_LOW_MIN as u64;
+    pub const KNOB_LAT_CRI_LOW_MAX: u64 = c::knob_limits_KNOB_LAT_CRI_LOW_MAX as u64;
+}
+
 /// Behavioral tiers, in the order BPF indexes its per-tier arrays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]

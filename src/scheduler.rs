@@ -4,6 +4,7 @@
 
 use crate::bpf_intf::{AffinityRow, CommKey, Hist, Stats, TaskClassEntry, TopoParams, TuningKnobs};
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
+use crate::cgroup_support::CgroupSupport;
 use crate::codel::Oscillator;
 use crate::compositor;
 use crate::layout::Layout;
@@ -62,6 +63,9 @@ impl<'obj> Scheduler<'obj> {
 
         let builder = BpfSkelBuilder::default();
         let mut skel = scx_ops_open!(builder, open_object, pandemonium_ops, opts.open_opts)?;
+        let cgroups = CgroupSupport::detect().context("reading sched_ext_ops from the kernel's BTF")?;
+        cgroups.drop_missing(skel.struct_ops.pandemonium_ops_mut());
+        info!("{}", cgroups.describe());
         leave_attach_to_scx_ops_attach(&skel.maps.pandemonium_ops)?;
         // scx_ops_load! sizes the dump buffer from this.
         skel.struct_ops.pandemonium_ops_mut().exit_dump_len = opts.exit_dump_len;

@@ -119,14 +119,18 @@ static __always_inline void refresh_identity(const struct task_struct *p, struct
 	tctx->flags = flags;
 }
 
-static __always_inline u8 classify(const struct task_ctx *tctx, const struct tuning_knobs *k)
+static __always_inline u8 min_tier(u8 a, u8 b)
+{
+	return a < b ? a : b;
+}
+
+static __always_inline u8 classify(const struct task_struct *p, const struct task_ctx *tctx,
+				   const struct tuning_knobs *k)
 {
 	u64 rt_units = (tctx->avg_runtime >> RT_UNIT_SHIFT) + (tctx->runtime_dev >> (RT_UNIT_SHIFT + 1)) + 1;
 	u64 score = (u64)tctx->wake_freq * tctx->csw_rate / rt_units;
 	u8 tier;
 
-	if (tctx->flags & (TF_COMPOSITOR | TF_GAME))
-		return TIER_LAT_CRITICAL;
 	/* Storage and crypto kthreads at high priority must not compete with interactive work. */
 	if (tctx->flags & TF_HIPRIO_KTHREAD)
 		return TIER_BATCH;
@@ -139,10 +143,19 @@ static __always_inline u8 classify(const struct task_ctx *tctx, const struct tun
 		tier = TIER_BATCH;
 	if (tier == TIER_INTERACTIVE && tctx->avg_runtime > cpu_bound_thresh_ns(k))
 		tier = TIER_BATCH;
+	/*
+	 * A compositor's name or a game's environment is the task's own word, which any process can
+	 * give: it lifts a task that already behaves interactively (frame-paced bursts) to
+	 * LAT_CRITICAL, and nothing else. A flagged task that runs CPU-bound is BATCH like any other
+	 * and gets its weight's share: a spinning Xwayland, or a process renamed Xorg, must not take
+	 * the CPU from everyone else.
+	 */
+	if ((tctx->flags & (TF_COMPOSITOR | TF_GAME)) && tier == TIER_INTERACTIVE)
+		tier = TIER_LAT_CRITICAL;
 	/* Workqueue workers run the kernel's deferred work that interactive tasks wait on. */
 	if ((tctx->flags & TF_KWORKER) && tier == TIER_BATCH)
 		tier = TIER_INTERACTIVE;
-	return tier;
+	return min_tier(tier, admin_tier_cap(p, tctx));
 }
 
 static __always_inline void record_runtime(struct task_ctx *tctx, u64 sample)
@@ -193,7 +206,8 @@ static __always_inline void warm_start(const struct task_struct *p, struct task_
 	e = bpf_map_lookup_elem(&procdb_warm, &key);
 	if (!e || !e->confident || e->tier >= NR_TIERS || e->tier == TIER_BATCH)
 		return;
-	tctx->tier = e->tier;
+	/* What the procdb learned never overrides what the administrator set. */
+	tctx->tier = min_tier(e->tier, admin_tier_cap(p, tctx));
 }
 
 /* runnable(): a wakeup after a sleep feeds the wakeup frequency. */
@@ -213,7 +227,7 @@ static __always_inline void note_wakeup(struct task_ctx *tctx, u64 now)
  * From here on the task is judged by what it does between sleeps, as a new one is: immature,
  * INTERACTIVE, and its first wakeup rate is that of this sleep.
  */
-static __always_inline void start_over(struct task_ctx *tctx, u64 now)
+static __always_inline void start_over(const struct task_struct *p, struct task_ctx *tctx, u64 now)
 {
 	tctx->samples = 0;
 	tctx->avg_runtime = 0;
@@ -223,7 +237,7 @@ static __always_inline void start_over(struct task_ctx *tctx, u64 now)
 	tctx->csw_rate = 0;
 	tctx->last_wake_at = now;
 	if (tctx->tier == TIER_BATCH && !(tctx->flags & TF_HIPRIO_KTHREAD))
-		tctx->tier = TIER_INTERACTIVE;
+		tctx->tier = min_tier(TIER_INTERACTIVE, admin_tier_cap(p, tctx));
 }
 
 /*
@@ -245,7 +259,7 @@ static __always_inline void note_stop(const struct task_struct *p, struct task_c
 		tctx->awake_runtime = MAX_AWAKE_RUN_NS;
 
 	if (!runnable && !tctx->last_wake_at) {
-		start_over(tctx, now);
+		start_over(p, tctx, now);
 		return;
 	}
 	if (!runnable) {
@@ -259,7 +273,7 @@ static __always_inline void note_stop(const struct task_struct *p, struct task_c
 	}
 	if (!(tctx->samples % (2 * PUBLISH_EVERY)))
 		refresh_identity(p, tctx);
-	tier = classify(tctx, k);
+	tier = classify(p, tctx, k);
 	/*
 	 * A task that has not slept since it started keeps its tier against a BATCH verdict until
 	 * its averages mean something: a program's start (exec, dynamic linking, its init) is one
@@ -274,6 +288,8 @@ static __always_inline void note_stop(const struct task_struct *p, struct task_c
 	if (tier != TIER_BATCH || task_mature(tctx) || (tctx->last_wake_at && tctx->samples >= 2) ||
 	    (tctx->flags & TF_HIPRIO_KTHREAD))
 		tctx->tier = tier;
+	/* The hold above is for behaviour not yet known; the administrator's word needs none. */
+	tctx->tier = min_tier(tctx->tier, admin_tier_cap(p, tctx));
 	publish_profile(p, tctx);
 }
 

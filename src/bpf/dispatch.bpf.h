@@ -167,10 +167,70 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
 	 * EEVDF's against 0.10x before this task was kept).
 	 */
 	cpu_ctx(cpu)->run_deadline = prev->scx.dsq_vtime + prev->scx.slice +
-		scale_by_task_weight_inverse(prev, tctx->last_run_at ?
-					     bpf_ktime_get_ns() - tctx->last_run_at : 0);
+		charge_vtime(tctx->last_run_at ? bpf_ktime_get_ns() - tctx->last_run_at : 0,
+			     tctx->weight);
 	STAT_INC(nr_keep_running);
 	return true;
+}
+
+/*
+ * The wait bound. Vtime shares CPU by weight, and a light task's turn comes after the heavier
+ * ones have caught up with its charge: a SCHED_IDLE task that ran one tick is due after 341
+ * ticks of each nice 0 task beside it, seconds under a build, past the kernel's 5 s watchdog.
+ * So whatever its vtime, a task that has waited MAX_WAIT_NS in a DSQ is run next by a CPU that
+ * may run it. Light tasks sit at the tail of a vtime-ordered DSQ, so each scan looks at the last
+ * few; one CPU per node scans every WAIT_SCAN_NS (each CPU its own DSQ), and each scan runs at
+ * most one task, so the bound holds while fewer than 1 / WAIT_SCAN_NS tasks a second per node
+ * outwait it. With a batch slice (80 ms at most) before the next dispatch, no runnable task waits
+ * longer than about 1.1 s.
+ */
+#define MAX_WAIT_NS (1000 * MSEC_NS)
+#define WAIT_SCAN_NS (20 * MSEC_NS)
+#define WAIT_SCAN_DEPTH 8
+
+u64 wait_scan_at[MAX_NODES];
+
+static __always_inline bool run_outwaited(u64 dsq, u64 *since, s32 cpu, u64 now)
+{
+	struct task_struct *p;
+	struct task_ctx *t;
+	u32 seen = 0;
+
+	if (scx_bpf_dsq_nr_queued(dsq) <= 0)
+		return false;
+	bpf_for_each(scx_dsq, p, dsq, SCX_DSQ_ITER_REV) {
+		if (++seen > WAIT_SCAN_DEPTH)
+			break;
+		t = task_ctx(p);
+		if (!t || !t->enqueue_at || now - t->enqueue_at < MAX_WAIT_NS ||
+		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
+			continue;
+		/* The head's age is untouched; an emptied DSQ has none. */
+		if (scx_bpf_dsq_nr_queued(dsq) == 0)
+			*since = 0;
+		STAT_INC(nr_wait_rescue);
+		return true;
+	}
+	return false;
+}
+
+static __always_inline bool wait_bound(s32 cpu, u32 node)
+{
+	u32 n = node & (MAX_NODES - 1);
+	u64 now = bpf_ktime_get_ns(), at = wait_scan_at[n];
+	struct cpu_ctx *c = cpu_ctx(cpu);
+
+	if (now - c->wait_scan_at >= WAIT_SCAN_NS) {
+		c->wait_scan_at = now;
+		if (run_outwaited(cpu, &c->pcpu_since, cpu, now))
+			return true;
+	}
+	if (now - at < WAIT_SCAN_NS || __sync_val_compare_and_swap(&wait_scan_at[n], at, now) != at)
+		return false;
+	return run_outwaited(batch_dsq(node), &batch_dsq_since[n], cpu, now) ||
+	       run_outwaited(node_dsq(node), &node_dsq_since[n], cpu, now);
 }
 
 /*
@@ -179,6 +239,7 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
  */
 enum disp_step {
 	DISP_NONE,		/* nothing queued: the CPU idles or its runner goes on */
+	DISP_WAIT_BOUND,
 	DISP_STARVATION_RESCUE,
 	DISP_DRAIN_OFFLINE,
 	DISP_KEEP_PREV,
@@ -205,7 +266,9 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 	if (!tp)
 		return DISP_NONE;
 
-	/* Safety net first: the hard starvation cap cannot be gated by anything below. */
+	/* Safety nets first: neither bound can be gated by anything below. */
+	if (wait_bound(cpu, node))
+		return DISP_WAIT_BOUND;
 	if (service_aged_overflow(cpu, node, tp->starvation_rescue_ns, 0)) {
 		STAT_INC(nr_starvation_rescue);
 		cpu_ctx(cpu)->owe_local = 1;

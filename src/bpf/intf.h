@@ -68,6 +68,29 @@ enum affinity_mode {
 };
 
 /*
+ * The range BPF accepts of each knob, also the widest rails the daemon writes within
+ * (src/tuning/rails.rs says why each bound is where it is). BPF clamps whatever is in the map to
+ * these before a decision reads it, so a bad write (a slice of 0 or SCX_SLICE_INF, a threshold of
+ * 0 or U64_MAX) cannot become a stall.
+ */
+enum knob_limits {
+	KNOB_SLICE_MIN_NS = 250000,
+	KNOB_SLICE_MAX_NS = 8000000,
+	KNOB_PREEMPT_MIN_NS = 100000,
+	KNOB_PREEMPT_MAX_NS = 8000000,
+	KNOB_LAG_SCALE_MIN = 1,
+	KNOB_LAG_SCALE_MAX = 16,
+	KNOB_BATCH_SLICE_MIN_NS = 2000000,
+	KNOB_BATCH_SLICE_MAX_NS = 80000000,
+	KNOB_BURST_SLICE_MIN_NS = 100000,
+	KNOB_BURST_SLICE_MAX_NS = 4000000,
+	KNOB_LAT_CRI_HIGH_MIN = 8,
+	KNOB_LAT_CRI_HIGH_MAX = 256,
+	KNOB_LAT_CRI_LOW_MIN = 1,
+	KNOB_LAT_CRI_LOW_MAX = 64,
+};
+
+/*
  * Knobs BPF reads on every decision (one-entry array map). The adaptive daemon owns all of them and
  * writes them whole; what topology detection derives lives in struct topo_params.
  */
@@ -128,6 +151,7 @@ struct pandemonium_stats {
 	u64 nr_steals;
 	u64 nr_overflow_rescue;
 	u64 nr_starvation_rescue;
+	u64 nr_wait_rescue;
 	u64 nr_offline_drain;
 	u64 nr_rank_offline_skips;
 	u64 nr_pinned;

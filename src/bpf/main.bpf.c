@@ -6,6 +6,8 @@
 #include <scx/common.bpf.h>
 #include "intf.h"
 #include "state.bpf.h"
+#include "cgroup.bpf.h"
+#include "weight.bpf.h"
 #include "classify.bpf.h"
 #include "placement.bpf.h"
 #include "codel.bpf.h"
@@ -336,13 +338,24 @@ void BPF_STRUCT_OPS(pandemonium_runnable, struct task_struct *p, u64 enq_flags)
 	struct pandemonium_hist *h;
 	u32 zero = 0;
 
-	if (!tctx || !tctx->sleep_at)
+	if (!tctx)
+		return;
+	cg_task_runnable(p, tctx);
+	if (!tctx->sleep_at)
 		return;
 	note_wakeup(tctx, bpf_ktime_get_ns());
 	h = bpf_map_lookup_elem(&hist_map, &zero);
 	if (h)
 		h->sleep[log2_bucket(bpf_ktime_get_ns() - tctx->sleep_at, NR_SLEEP_BUCKETS)]++;
 	tctx->sleep_at = 0;
+}
+
+void BPF_STRUCT_OPS(pandemonium_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (tctx)
+		cg_task_quiescent(tctx);
 }
 
 /*
@@ -363,6 +376,23 @@ static __always_inline void trace_slow_wait(struct task_struct *p, struct task_c
 	c->disp_step = DISP_NONE;
 }
 
+/*
+ * The virtual clock follows the tasks that start running, but by at most a batch slice per start.
+ * A light task runs far ahead of the clock (a nice 19 task's one tick costs 68 ticks of vtime),
+ * and when the wait bound ran one, the clock jumped to it: every other task's lag floor jumped
+ * with it, the other light tasks' banked charges were forgiven, and nice 19 took a fifth of
+ * nice 0's CPU instead of 1/68. Heavier tasks start within a slice of the clock and move it as
+ * before.
+ */
+static __always_inline void advance_vtime_now(u64 v)
+{
+	u64 step = knobs()->batch_slice_ns;
+
+	if (!time_before(vtime_now, v))
+		return;
+	vtime_now = time_before(vtime_now + step, v) ? vtime_now + step : v;
+}
+
 void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
@@ -374,8 +404,7 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	u32 zero = 0;
 
-	if (time_before(vtime_now, p->scx.dsq_vtime))
-		vtime_now = p->scx.dsq_vtime;
+	advance_vtime_now(p->scx.dsq_vtime);
 	if (!tctx)
 		return;
 	tctx->last_run_at = now;
@@ -435,7 +464,7 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 	used = tctx->last_run_at && now > tctx->last_run_at ? now - tctx->last_run_at : 0;
 	if (used > 1000 * MSEC_NS)
 		used = 1000 * MSEC_NS;
-	p->scx.dsq_vtime += scale_by_task_weight_inverse(p, used);
+	p->scx.dsq_vtime += charge_task(p, tctx, used, now);
 	cpu_ctx(scx_bpf_task_cpu(p))->run_kind = RUN_NONE;
 	if (!runnable)
 		tctx->sleep_at = now;
@@ -482,6 +511,8 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	u64 since, thresh, now = bpf_ktime_get_ns();
 	bool ran_thresh;
 
+	if (now - knobs_at >= KNOB_REFRESH_NS)
+		refresh_knobs(now);
 	if (cpu == 0 && tp) {
 		update_longrun(tp, now);
 		codel_step(tp);
@@ -541,6 +572,7 @@ void BPF_STRUCT_OPS(pandemonium_enable, struct task_struct *p)
 	 */
 	p->scx.dsq_vtime = vtime_now;
 	if (tctx) {
+		task_weight(p, tctx, bpf_ktime_get_ns());
 		refresh_identity(p, tctx);
 		warm_start(p, tctx);
 	}
@@ -553,9 +585,92 @@ s32 BPF_STRUCT_OPS(pandemonium_init_task, struct task_struct *p, struct scx_init
 	tctx = bpf_task_storage_get(&task_ctx_stor, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!tctx)
 		return -ENOMEM;
-	tctx->tier = TIER_INTERACTIVE;
+	task_set_cgroup(tctx, args->cgroup);
+	tctx->tier = min_tier(TIER_INTERACTIVE, admin_tier_cap(p, tctx));
 	tctx->last_cpu = -1;
 	return 0;
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(pandemonium_cgroup_init, struct cgroup *cgrp,
+			     struct scx_cgroup_init_args *args)
+{
+	struct cg_ctx c = {};
+	struct cgroup *parent;
+	u64 id;
+
+	/* Root tasks compete one by one with the top-level groups: the root needs no entry. */
+	if (!cgrp->level)
+		return 0;
+	id = cgrp->kn->id;
+	c.id = id;
+	c.level = cgrp->level;
+	c.weight = args->weight ? args->weight : CGROUP_WEIGHT_DFL;
+	if (bpf_core_field_exists(args->sched_idle))
+		c.idle = args->sched_idle;
+	c.idle_eff = c.idle;
+	if (cgrp->level > 1) {
+		parent = bpf_cgroup_ancestor(cgrp, cgrp->level - 1);
+		if (parent) {
+			c.parent_id = parent->kn->id;
+			bpf_cgroup_release(parent);
+		}
+	}
+	/*
+	 * A full map is not worth failing the cgroup's creation for: without an entry its tasks
+	 * are charged as root tasks, fair by nice.
+	 */
+	bpf_map_update_elem(&cg_ctxs, &id, &c, BPF_ANY);
+	return 0;
+}
+
+void BPF_STRUCT_OPS(pandemonium_cgroup_exit, struct cgroup *cgrp)
+{
+	u64 id = cgrp->kn->id;
+
+	bpf_map_delete_elem(&cg_ctxs, &id);
+}
+
+void BPF_STRUCT_OPS(pandemonium_cgroup_move, struct task_struct *p, struct cgroup *from,
+		    struct cgroup *to)
+{
+	struct task_ctx *tctx = task_ctx(p);
+	bool counted;
+
+	if (!tctx)
+		return;
+	counted = tctx->cnt_w;
+	cg_task_quiescent(tctx);
+	task_set_cgroup(tctx, to);
+	if (counted)
+		cg_task_runnable(p, tctx);
+}
+
+void BPF_STRUCT_OPS(pandemonium_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+{
+	u64 id = cgrp->kn->id;
+	struct cg_ctx *c = cg_lookup(id), *parent;
+	u64 old;
+
+	if (!c)
+		return;
+	c->weight = weight ? weight : CGROUP_WEIGHT_DFL;
+	c->share_at = 0;
+	/* An active group's weight is in its parent's sum: move the sum with it. */
+	if (c->active && (parent = cg_lookup(c->parent_id))) {
+		old = __sync_lock_test_and_set(&c->active_weight, c->weight);
+		__sync_fetch_and_add(&parent->child_weight, c->weight - old);
+	}
+}
+
+void BPF_STRUCT_OPS(pandemonium_cgroup_set_idle, struct cgroup *cgrp, bool idle)
+{
+	u64 id = cgrp->kn->id;
+	struct cg_ctx *c = cg_lookup(id);
+
+	if (c) {
+		c->idle = idle;
+		c->share_at = 0;
+	}
 }
 
 void BPF_STRUCT_OPS(pandemonium_cpu_online, s32 cpu)
@@ -638,6 +753,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(pandemonium_init)
 		cpu_ctx(i)->online = bpf_cpumask_test_cpu(i, online);
 	}
 	scx_bpf_put_cpumask(online);
+	refresh_knobs(bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -652,11 +768,17 @@ SCX_OPS_DEFINE(pandemonium_ops,
 	       .dispatch = (void *)pandemonium_dispatch,
 	       .cpu_release = (void *)pandemonium_cpu_release,
 	       .runnable = (void *)pandemonium_runnable,
+	       .quiescent = (void *)pandemonium_quiescent,
 	       .running = (void *)pandemonium_running,
 	       .stopping = (void *)pandemonium_stopping,
 	       .tick = (void *)pandemonium_tick,
 	       .enable = (void *)pandemonium_enable,
 	       .init_task = (void *)pandemonium_init_task,
+	       .cgroup_init = (void *)pandemonium_cgroup_init,
+	       .cgroup_exit = (void *)pandemonium_cgroup_exit,
+	       .cgroup_move = (void *)pandemonium_cgroup_move,
+	       .cgroup_set_weight = (void *)pandemonium_cgroup_set_weight,
+	       .cgroup_set_idle = (void *)pandemonium_cgroup_set_idle,
 	       .cpu_online = (void *)pandemonium_cpu_online,
 	       .cpu_offline = (void *)pandemonium_cpu_offline,
 	       .init = (void *)pandemonium_init,

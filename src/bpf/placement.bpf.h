@@ -30,13 +30,19 @@ static __always_inline u64 task_vtime(struct task_struct *p, const struct task_c
 {
 	u64 vtime = p->scx.dsq_vtime;
 	u64 now = vtime_now;
-	u64 lag = enq_flags & SCX_ENQ_WAKEUP ? tp->lag_cap_ns * (k->lag_scale ? k->lag_scale : 1)
+	u64 lag = enq_flags & SCX_ENQ_WAKEUP ? tp->lag_cap_ns * k->lag_scale
 					     : awake_lag_cap(tctx, tp);
+	/*
+	 * The ceiling is in the task's own vtime units: a nice 19 task is charged 68x a nice 0
+	 * one's vtime for the same run, so a ceiling common to both clipped that charge and gave
+	 * nice 19 a quarter of nice 0's CPU instead of 1/68.
+	 */
+	u64 ceiling = charge_vtime(tp->vtime_ceiling_ns, tctx->weight);
 
 	if (now > lag && time_before(vtime, now - lag))
 		vtime = now - lag;
-	if (time_before(now + tp->vtime_ceiling_ns, vtime))
-		vtime = now + tp->vtime_ceiling_ns;
+	if (time_before(now + ceiling, vtime))
+		vtime = now + ceiling;
 	p->scx.dsq_vtime = vtime;
 	return vtime;
 }
@@ -50,8 +56,17 @@ static __always_inline u64 task_slice(const struct task_ctx *tctx, const struct 
 {
 	u64 cap = longrun_mode ? k->burst_slice_ns : k->slice_ns, s;
 
-	if (tctx->tier == TIER_BATCH)
-		return k->batch_slice_ns;
+	/*
+	 * A BATCH task lighter than nice 0 runs a slice shrunk by its weight, as its vtime charge
+	 * grows: it then waits about a batch slice's worth of the others' runs between turns,
+	 * instead of the 68x of it that a nice 19 task's whole batch slice would cost it.
+	 */
+	if (tctx->tier == TIER_BATCH) {
+		if (tctx->weight >= NICE_0_WEIGHT)
+			return k->batch_slice_ns;
+		s = k->batch_slice_ns * tctx->weight / NICE_0_WEIGHT;
+		return s > MIN_SLICE_NS ? s : MIN_SLICE_NS;
+	}
 	if (!task_mature(tctx))
 		return cap;
 	s = tctx->tier == TIER_LAT_CRITICAL ? tctx->avg_runtime * 3 / 2 : tctx->avg_runtime * 2;

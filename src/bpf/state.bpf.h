@@ -7,6 +7,8 @@
 
 #define MSEC_NS 1000000ULL
 #define USEC_NS 1000ULL
+/* A nice 0 task's weight: the unit of every weight here (weight.bpf.h). */
+#define NICE_0_WEIGHT 1024
 
 /* Written by the daemon before load (rodata): the machine as it was at start. */
 const volatile u32 nr_cpu_ids_ro = 1;
@@ -84,6 +86,11 @@ struct task_ctx {
 	u8 flags;          /* enum task_flags */
 	u8 sync_wake;      /* select_cpu saw a wakeup whose waker keeps running: enqueue reads it */
 	u8 enq_tier;       /* trace_slow_ro only: the tier it was queued with */
+	u8 cg_idle;        /* its cgroup (or an ancestor) has cpu.idle set */
+	u64 cgid;          /* its cgroup's id, 0 in the root cgroup */
+	u64 cnt_cgid;      /* the group whose runnable_weight holds cnt_w */
+	u64 cnt_w;         /* weight it added to that sum while runnable, 0 if none */
+	u64 weight;        /* effective weight at the last charge (weight.bpf.h) */
 	u64 enq_dsq;       /* trace_slow_ro only: the DSQ of the last insertion */
 	u64 enq_flags;     /* trace_slow_ro only: that insertion's enqueue flags */
 };
@@ -109,6 +116,7 @@ struct cpu_ctx {
 	u8 disp_step;	 /* trace_slow_ro only: the enum disp_step of this CPU's last dispatch */
 	u64 run_deadline; /* dsq_vtime + slice of the task that started running here */
 	u64 pcpu_since;   /* since when this CPU's own DSQ has held work (0: empty) */
+	u64 wait_scan_at; /* last scan of its own DSQ for a task past the wait bound */
 } __attribute__((aligned(64)));
 
 enum run_kind {
@@ -137,10 +145,56 @@ u32 nr_offline_cpus;
 u64 node_dsq_since[MAX_NODES];
 u64 batch_dsq_since[MAX_NODES];
 
+/*
+ * The knobs every decision reads: a clamped copy of knobs_map, refreshed from the map by the tick
+ * (refresh_knobs()). A global, not the map: no lookup on the hot paths, and no value the daemon
+ * (or anyone with the map's fd) writes is ever read unclamped.
+ */
+struct tuning_knobs knobs_cur;
+u64 knobs_at;
+
 static __always_inline struct tuning_knobs *knobs(void)
 {
+	return &knobs_cur;
+}
+
+static __always_inline u64 clamp_u64(u64 v, u64 lo, u64 hi)
+{
+	return v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* The daemon writes knobs once a second at most; a tick picks a write up within this. */
+#define KNOB_REFRESH_NS (10 * MSEC_NS)
+
+/*
+ * knobs_map -> knobs_cur, each field clamped to enum knob_limits and the cross-knob invariants the
+ * decisions rely on restored (the longrun slice no longer than the slice, the INTERACTIVE score
+ * band not empty). Racing readers see each field old or new, never out of range.
+ */
+static __always_inline void refresh_knobs(u64 now)
+{
+	struct tuning_knobs *k = &knobs_cur, *m;
 	u32 zero = 0;
-	return bpf_map_lookup_elem(&knobs_map, &zero);
+	u64 v;
+
+	knobs_at = now;
+	m = bpf_map_lookup_elem(&knobs_map, &zero);
+	if (!m)
+		return;
+	k->slice_ns = clamp_u64(m->slice_ns, KNOB_SLICE_MIN_NS, KNOB_SLICE_MAX_NS);
+	k->preempt_thresh_ns = clamp_u64(m->preempt_thresh_ns, KNOB_PREEMPT_MIN_NS,
+					 KNOB_PREEMPT_MAX_NS);
+	k->lag_scale = clamp_u64(m->lag_scale, KNOB_LAG_SCALE_MIN, KNOB_LAG_SCALE_MAX);
+	k->batch_slice_ns = clamp_u64(m->batch_slice_ns, KNOB_BATCH_SLICE_MIN_NS,
+				      KNOB_BATCH_SLICE_MAX_NS);
+	v = clamp_u64(m->burst_slice_ns, KNOB_BURST_SLICE_MIN_NS, KNOB_BURST_SLICE_MAX_NS);
+	k->burst_slice_ns = v < k->slice_ns ? v : k->slice_ns;
+	k->lat_cri_thresh_high = clamp_u64(m->lat_cri_thresh_high, KNOB_LAT_CRI_HIGH_MIN,
+					   KNOB_LAT_CRI_HIGH_MAX);
+	v = clamp_u64(m->lat_cri_thresh_low, KNOB_LAT_CRI_LOW_MIN, KNOB_LAT_CRI_LOW_MAX);
+	k->lat_cri_thresh_low = v < k->lat_cri_thresh_high ? v : k->lat_cri_thresh_high - 1;
+	k->affinity_mode = m->affinity_mode <= AFFINITY_STRONG ? m->affinity_mode : AFFINITY_WEAK;
+	k->pack = m->pack ? 1 : 0;
 }
 
 static __always_inline struct topo_params *topo(void)

@@ -2,11 +2,8 @@
 //! Safety rails: the last step before knobs leave the loop. Whatever the blend, the sleep
 //! adjustment or a future table change produce, BPF only ever sees values inside these bounds.
 
-use crate::bpf_intf::{AffinityMode, TuningKnobs};
+use crate::bpf_intf::{AffinityMode, TuningKnobs, knob_limits as lim};
 use crate::tuning::experts::{Knob, NR_KNOBS};
-
-const US: u64 = 1_000;
-const MS: u64 = 1_000_000;
 
 /// `[min, max]` of one knob.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,22 +26,27 @@ impl Rail {
     }
 }
 
+// Every bound is intf.h's `enum knob_limits`, which BPF clamps to as well: the daemon never
+// writes what BPF would change, and a value written past the daemon still cannot leave them.
+
 /// Interactive slice: BPF's 250 us slice floor is for one task's short burst; a cap below 250 us
 /// would make every interactive slice a context switch. Above 8 ms it is a batch slice.
-pub const SLICE: Rail = Rail::new(250 * US, 8 * MS);
+pub const SLICE: Rail = Rail::new(lim::KNOB_SLICE_MIN_NS, lim::KNOB_SLICE_MAX_NS);
 /// Tick preemption of BATCH: under 100 us it fires on every tick; over 8 ms, half a frame.
-pub const PREEMPT: Rail = Rail::new(100 * US, 8 * MS);
+pub const PREEMPT: Rail = Rail::new(lim::KNOB_PREEMPT_MIN_NS, lim::KNOB_PREEMPT_MAX_NS);
 /// Multiplier of the tau-derived lag cap: 0 would disable sleep credit, 16 lets a sleeper jump
 /// more than a second of queue on large tau.
-pub const LAG_SCALE: Rail = Rail::new(1, 16);
+pub const LAG_SCALE: Rail = Rail::new(lim::KNOB_LAG_SCALE_MIN, lim::KNOB_LAG_SCALE_MAX);
 /// Batch slice: 2 ms still amortises a switch and a cache refill; 80 ms is the longest any
 /// interactive task should wait behind one batch task on a saturated CPU.
-pub const BATCH_SLICE: Rail = Rail::new(2 * MS, 80 * MS);
+pub const BATCH_SLICE: Rail =
+    Rail::new(lim::KNOB_BATCH_SLICE_MIN_NS, lim::KNOB_BATCH_SLICE_MAX_NS);
 /// Longrun slice for interactive tiers; it is a tighter cap than `slice_ns` by design.
-pub const BURST_SLICE: Rail = Rail::new(100 * US, 4 * MS);
+pub const BURST_SLICE: Rail =
+    Rail::new(lim::KNOB_BURST_SLICE_MIN_NS, lim::KNOB_BURST_SLICE_MAX_NS);
 /// Classifier score thresholds (BPF's score is wakeups x switches per ~1 ms of runtime).
-pub const LAT_CRI_HIGH: Rail = Rail::new(8, 256);
-pub const LAT_CRI_LOW: Rail = Rail::new(1, 64);
+pub const LAT_CRI_HIGH: Rail = Rail::new(lim::KNOB_LAT_CRI_HIGH_MIN, lim::KNOB_LAT_CRI_HIGH_MAX);
+pub const LAT_CRI_LOW: Rail = Rail::new(lim::KNOB_LAT_CRI_LOW_MIN, lim::KNOB_LAT_CRI_LOW_MAX);
 
 /// A rail for each continuous knob, in [`Knob::ALL`] order, and the affinity mode when it is
 /// fixed rather than voted. [`RAILS`] is what BPF tolerates; a mode narrows it to what it
@@ -148,6 +150,8 @@ pub fn within(k: &TuningKnobs) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MS: u64 = 1_000_000;
 
     #[test]
     fn defaults_are_inside_the_rails() {
