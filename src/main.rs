@@ -245,29 +245,48 @@ fn run(cli: &Cli) -> Result<()> {
         );
     }
     let publisher = stats::Publisher::default();
+    ctl.publish_to(publisher.clone());
     // Kept until we return: dropping it closes the socket.
-    let _server = stats::serve(publisher.clone(), cli.stats.is_some())?;
-    ctl.publish_to(publisher);
-    if let Some(secs) = cli.stats {
-        stats::spawn_printer(secs, shutdown.clone())?;
-    }
-    let result = run_loop(&mut opts, &shutdown, &mut ctl, !cli.no_adaptive);
+    let mut server = None;
+    // The socket is bound only once we are attached: scx_stats removes whatever is at its path,
+    // so an instance that cannot attach (another scheduler runs) must never get that far, or
+    // the running one's statistics become unreachable.
+    let mut serve_stats = || -> Result<()> {
+        server = stats::serve(publisher.clone(), cli.stats.is_some())?;
+        if let Some(secs) = cli.stats {
+            stats::spawn_printer(secs, shutdown.clone())?;
+        }
+        Ok(())
+    };
+    let result = run_loop(
+        &mut opts,
+        &shutdown,
+        &mut ctl,
+        !cli.no_adaptive,
+        &mut serve_stats,
+    );
     ctl.finish();
     result
 }
 
 /// Load, attach and run; reload when the kernel asks for a restart (CPU hotplug).
+/// `first_attached` runs once, after the first attach.
 fn run_loop(
     opts: &mut Options,
     shutdown: &Arc<AtomicBool>,
     ctl: &mut Controller,
     adaptive: bool,
+    first_attached: &mut dyn FnMut() -> Result<()>,
 ) -> Result<()> {
+    let mut first = true;
     loop {
         // After a hotplug restart, the knobs of the mode --autopower switched to.
         opts.mode = ctl.mode();
         let mut open_object = MaybeUninit::uninit();
         let mut sched = Scheduler::init(&mut open_object, opts)?;
+        if std::mem::take(&mut first) {
+            first_attached()?;
+        }
         // Started after attach: loading a large BPF program may take longer than the timeout.
         let (heartbeat, guard) = if adaptive {
             let wd = Watchdog::new(watchdog::STALL_TIMEOUT);

@@ -166,12 +166,22 @@ pub fn layer_sigterm_load() {
 
 /// Two instances started together: preflight cannot see the other one while it is still
 /// loading, so the kernel's refusal must also end in a clear message. Exactly one attaches and
-/// keeps running; the other exits with status 1, names the problem, and does not panic.
-/// (There is no second sched_ext scheduler binary in the guest; the `errors` layer covers a
-/// start beside an already-attached instance of ours, which the refusal names `pandemonium`.)
+/// keeps running; the other exits with status 1, names the problem, and does not panic, and
+/// the one running still answers on the stats socket (`--monitor`): an instance that never
+/// attached must not have taken the socket's path. The second starts once the first is loading
+/// its BPF program, so both pass preflight and the first has got as far as it gets before
+/// attaching. (There is no second sched_ext scheduler binary in the guest; the `errors` layer
+/// covers a start beside an already-attached instance of ours, which the refusal names
+/// `pandemonium`.)
 pub fn layer_start_twice() {
     require_gate_environment();
     let mut a = SchedulerProc::start(&[]);
+    let t0 = Instant::now();
+    while !a.output().contains("loading BPF program") {
+        assert!(a.running(), "exited before loading:\n{}", a.output());
+        assert!(t0.elapsed() < ATTACH_TIMEOUT, "never started loading");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let mut b = SchedulerProc::start(&[]);
     let t0 = Instant::now();
     let (winner, loser) = loop {
@@ -204,7 +214,39 @@ pub fn layer_start_twice() {
         winner.output()
     );
     assert_eq!(state(), "enabled");
+    let blocks = monitor_blocks(Duration::from_secs(4));
+    eprintln!("gate start_twice: --monitor read {blocks} blocks from the running instance");
+    assert!(
+        blocks >= 2,
+        "the running instance's statistics are unreachable after the second one failed"
+    );
     winner.stop();
+}
+
+/// Runs `scx_pandemonium --monitor 1` for `dur`, stops it with SIGINT, and returns how many
+/// statistics blocks it printed; panics with its output unless it exits 0.
+pub fn monitor_blocks(dur: Duration) -> usize {
+    use std::process::{Command, Stdio};
+    let monitor = Command::new(scheduler_binary())
+        .args(["--monitor", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting scx_pandemonium --monitor");
+    std::thread::sleep(dur);
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(monitor.id() as i32, libc::SIGINT) };
+    let out = monitor.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "--monitor exit status {}:\n{stdout}\n{stderr}",
+        out.status
+    );
+    stdout.matches(scx_pandemonium::stats::BLOCK_HEADER).count()
 }
 
 fn cstr(p: &Path) -> CString {
