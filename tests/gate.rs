@@ -506,6 +506,8 @@ fn full_gate() {
     faults::layer_start_twice();
     faults::layer_procdb_faults();
     eprintln!("gate full_gate: faults passed");
+    knobs::layer_knob_clamp();
+    eprintln!("gate full_gate: knob_clamp passed");
     stall::layer_contention();
     eprintln!("gate full_gate: contention passed");
     stall::layer_starvation();
@@ -772,4 +774,10 @@ fn start_twice() {
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn procdb_faults() {
     faults::layer_procdb_faults();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn knob_clamp() {
+    knobs::layer_knob_clamp();
 }

@@ -6,6 +6,7 @@
 pub mod faults;
 pub mod gaming;
 pub mod hybrid;
+pub mod knobs;
 pub mod maps;
 pub mod powersave;
 pub mod stall;
@@ -96,6 +97,13 @@ impl SchedulerProc {
 
     /// [`SchedulerProc::start`] with extra environment variables.
     pub fn start_with_env(extra: &[&str], env: &[(&str, &Path)]) -> SchedulerProc {
+        Self::start_with(extra, |cmd| {
+            cmd.envs(env.iter().copied());
+        })
+    }
+
+    /// [`SchedulerProc::start`] with the command adjusted by `configure` first.
+    pub fn start_with(extra: &[&str], configure: impl FnOnce(&mut Command)) -> SchedulerProc {
         let log = tempfile::Builder::new()
             .prefix("pandemonium-gate-")
             .suffix(".log")
@@ -106,7 +114,7 @@ impl SchedulerProc {
         let bin = scheduler_binary();
         let mut cmd = Command::new(&bin);
         cmd.args(gate_args()).args(extra);
-        cmd.envs(env.iter().copied());
+        configure(&mut cmd);
         eprintln!("gate: starting {cmd:?}");
         let child = cmd
             .stdin(Stdio::null())
