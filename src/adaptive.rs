@@ -11,7 +11,7 @@ use crate::scheduler::Scheduler;
 use crate::stats::{self, PandemoniumMetrics, Publisher, Sample};
 use crate::telemetry::{self, Extra, Snapshot};
 use crate::tuning::{Mode, TickContext, TickInput, Tuner};
-use crate::watchdog::{self, Heartbeat};
+use crate::watchdog::Heartbeat;
 use anyhow::Result;
 use log::{info, log, warn};
 use std::collections::BTreeMap;
@@ -101,7 +101,6 @@ impl Controller {
         if let Some(hb) = &self.heartbeat {
             hb.beat();
         }
-        watchdog::maybe_injected_stall();
         self.follow_power_profile(sched)?;
 
         let (codel, nr_codel_stalls) = sched.codel();

@@ -4,6 +4,9 @@
 
 use crate::bpf_intf::{COMM_LEN, CommKey};
 
+/// `compositor_map`'s `max_entries` in src/bpf/state.bpf.h (a test holds the two together).
+pub const MAP_ENTRIES: usize = 256;
+
 /// Display servers and compositors a desktop or game session is built around.
 pub const DEFAULT_COMPOSITORS: &[&str] = &[
     "kwin_wayland",
@@ -70,6 +73,31 @@ pub fn all_names(extra: &[String]) -> Vec<String> {
     out
 }
 
+/// Every name BPF's map gets under a mode whose own names are `mode_names`: the defaults, the
+/// mode's, the user's, each once.
+pub fn names_for(mode_names: &[&str], user: &[String]) -> Vec<String> {
+    let extra: Vec<String> = (mode_names.iter().map(|n| n.to_string()))
+        .chain(user.iter().cloned())
+        .collect();
+    all_names(&extra)
+}
+
+/// Refuses a list that would overflow BPF's map, before anything loads: the load would fail
+/// only after the BPF program was verified, with a map error that does not say which option.
+pub fn check_fits(mode_names: &[&str], user: &[String]) -> Result<(), String> {
+    let n = names_for(mode_names, user).len();
+    if n > MAP_ENTRIES {
+        let fixed = names_for(mode_names, &[]).len();
+        return Err(format!(
+            "{} --compositor names: with the {fixed} built-in ones that is {n}, more than the \
+             {MAP_ENTRIES} the BPF map holds; give at most {}",
+            user.len(),
+            MAP_ENTRIES - fixed
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +141,39 @@ mod tests {
         let names = all_names(&["sway".into(), "mywm".into()]);
         assert_eq!(names.iter().filter(|n| *n == "sway").count(), 1);
         assert_eq!(names.last().unwrap(), "mywm");
+    }
+
+    #[test]
+    fn the_map_size_is_the_bpf_programs() {
+        use crate::bpf_skel::BpfSkelBuilder;
+        use libbpf_rs::skel::SkelBuilder;
+        let mut obj = std::mem::MaybeUninit::uninit();
+        let skel = BpfSkelBuilder::default()
+            .open(&mut obj)
+            .expect("opening the BPF object (no load)");
+        assert_eq!(skel.maps.compositor_map.max_entries() as usize, MAP_ENTRIES);
+    }
+
+    #[test]
+    fn a_list_that_fills_the_map_exactly_fits_and_one_more_does_not() {
+        let fixed = names_for(&["wineserver"], &[]).len();
+        let user: Vec<String> = (0..MAP_ENTRIES - fixed).map(|i| format!("c{i}")).collect();
+        assert!(check_fits(&["wineserver"], &user).is_ok());
+        // A name given twice, or one already built in, takes no second entry.
+        let mut dup = user.clone();
+        dup.extend(["c0".to_string(), "sway".to_string()]);
+        assert!(check_fits(&["wineserver"], &dup).is_ok());
+        let mut over = user.clone();
+        over.push("one-more".into());
+        let msg = check_fits(&["wineserver"], &over).unwrap_err();
+        assert!(msg.contains("more than the 256"), "{msg}");
+        assert!(
+            msg.contains(&format!("give at most {}", MAP_ENTRIES - fixed)),
+            "{msg}"
+        );
+        assert!(
+            check_fits(&[], &over).is_ok(),
+            "without the mode's name it fits"
+        );
     }
 }

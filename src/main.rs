@@ -4,10 +4,11 @@
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use libbpf_rs::PrintLevel;
+use libbpf_rs::libbpf_sys::bpf_object_open_opts;
 use log::{LevelFilter, error, info};
 use scx_pandemonium::adaptive::Controller;
 use scx_pandemonium::refused::Refused;
-use scx_pandemonium::scheduler::{Options, Scheduler};
+use scx_pandemonium::scheduler::{MAX_EXIT_DUMP_LEN, Options, Scheduler};
 use scx_pandemonium::tuning::{Mode, mode_log};
 use scx_pandemonium::watchdog::{self, Watchdog};
 use scx_pandemonium::{
@@ -88,8 +89,9 @@ struct Cli {
     debug: bool,
 
     /// Size in bytes of the kernel's debug dump (CPU and task state) printed when the
-    /// scheduler exits on an error; 0 keeps the kernel's default.
-    #[arg(long, value_name = "LEN", default_value_t = 0)]
+    /// scheduler exits on an error; 0 keeps the kernel's default. At most 4194304 (4 MiB).
+    #[arg(long, value_name = "LEN", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(..=i64::from(MAX_EXIT_DUMP_LEN)))]
     exit_dump_len: u32,
 
     #[command(flatten, next_help_heading = "Libbpf Options")]
@@ -170,7 +172,27 @@ fn main() -> ExitCode {
         error!("{}", autopower_with_mode(cli.mode));
         return ExitCode::from(USAGE_ERROR);
     }
-    match run(&cli) {
+    // --autopower switches to powersave and back; each mode's own names join the user's.
+    let modes: &[Mode] = if cli.autopower {
+        &[Mode::Auto, Mode::PowerSave]
+    } else {
+        &[cli.mode]
+    };
+    for m in modes {
+        if let Err(msg) = compositor::check_fits(m.preset().compositors, &cli.compositors) {
+            error!("{msg}");
+            return ExitCode::from(USAGE_ERROR);
+        }
+    }
+    // Options the user gave that cannot be used are a usage error: a restart cannot fix them.
+    let open_opts = match libbpf_opts::open_opts(&cli.libbpf) {
+        Ok(o) => o,
+        Err(e) => {
+            error!("{e:#}");
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
+    match run(&cli, open_opts) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             error!("{e:#}");
@@ -194,14 +216,13 @@ fn init_logging(verbose: bool) {
     scx_utils::init_libbpf_logging(Some(libbpf));
 }
 
-fn run(cli: &Cli) -> Result<()> {
+fn run(cli: &Cli, open_opts: Option<bpf_object_open_opts>) -> Result<()> {
     if cli.help_stats {
         return stats::help();
     }
     if let Some(secs) = cli.monitor {
         return stats::monitor(secs);
     }
-    let open_opts = libbpf_opts::open_opts(&cli.libbpf)?;
     preflight::check(&preflight::System::live())?;
     if cli.debug {
         let path = trace_pipe::spawn(Path::new("/sys"))?;
@@ -245,29 +266,48 @@ fn run(cli: &Cli) -> Result<()> {
         );
     }
     let publisher = stats::Publisher::default();
+    ctl.publish_to(publisher.clone());
     // Kept until we return: dropping it closes the socket.
-    let _server = stats::serve(publisher.clone(), cli.stats.is_some())?;
-    ctl.publish_to(publisher);
-    if let Some(secs) = cli.stats {
-        stats::spawn_printer(secs, shutdown.clone())?;
-    }
-    let result = run_loop(&mut opts, &shutdown, &mut ctl, !cli.no_adaptive);
+    let mut server = None;
+    // The socket is bound only once we are attached: scx_stats removes whatever is at its path,
+    // so an instance that cannot attach (another scheduler runs) must never get that far, or
+    // the running one's statistics become unreachable.
+    let mut serve_stats = || -> Result<()> {
+        server = stats::serve(publisher.clone(), cli.stats.is_some())?;
+        if let Some(secs) = cli.stats {
+            stats::spawn_printer(secs, shutdown.clone())?;
+        }
+        Ok(())
+    };
+    let result = run_loop(
+        &mut opts,
+        &shutdown,
+        &mut ctl,
+        !cli.no_adaptive,
+        &mut serve_stats,
+    );
     ctl.finish();
     result
 }
 
 /// Load, attach and run; reload when the kernel asks for a restart (CPU hotplug).
+/// `first_attached` runs once, after the first attach.
 fn run_loop(
     opts: &mut Options,
     shutdown: &Arc<AtomicBool>,
     ctl: &mut Controller,
     adaptive: bool,
+    first_attached: &mut dyn FnMut() -> Result<()>,
 ) -> Result<()> {
+    let mut first = true;
     loop {
         // After a hotplug restart, the knobs of the mode --autopower switched to.
         opts.mode = ctl.mode();
         let mut open_object = MaybeUninit::uninit();
         let mut sched = Scheduler::init(&mut open_object, opts)?;
+        if std::mem::take(&mut first) {
+            first_attached()?;
+        }
         // Started after attach: loading a large BPF program may take longer than the timeout.
         let (heartbeat, guard) = if adaptive {
             let wd = Watchdog::new(watchdog::STALL_TIMEOUT);

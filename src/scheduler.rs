@@ -26,6 +26,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// The largest `--exit-dump-len`. The dump buffer is a BPF array map's one value, and the
+/// kernel refuses a value larger than KMALLOC_MAX_SIZE (4 MiB on x86-64 with 4 KiB pages) with
+/// E2BIG: a larger request would fail only after the whole program was loaded and verified.
+pub const MAX_EXIT_DUMP_LEN: u32 = 4 << 20;
+
 pub struct Options {
     /// The mode in force at (re)attach: its knobs are written before attach, its names join the
     /// compositor list.
@@ -108,11 +113,10 @@ impl<'obj> Scheduler<'obj> {
         };
         sched.write_topology()?;
         sched.write_knobs(&opts.mode.knobs())?;
-        let extra: Vec<String> = (opts.mode.preset().compositors.iter())
-            .map(|n| n.to_string())
-            .chain(opts.compositors.iter().cloned())
-            .collect();
-        sched.write_compositors(&compositor::all_names(&extra))?;
+        sched.write_compositors(&compositor::names_for(
+            opts.mode.preset().compositors,
+            &opts.compositors,
+        ))?;
 
         let link = scx_ops_attach!(sched.skel, pandemonium_ops).map_err(|e| {
             // Preflight saw no scheduler, but another one can attach while ours loads (two

@@ -21,10 +21,6 @@ pub const CHECK_PERIOD: Duration = Duration::from_secs(1);
 /// the 1 of an ordinary error so logs and `systemctl status` tell the two apart; systemd's
 /// `Restart=on-failure` restarts on it.
 pub const STALL_EXIT_CODE: i32 = 75;
-/// Test hook: seconds the control loop should sleep once, to exercise the watchdog end to end.
-pub const STALL_ENV: &str = "PANDEMONIUM_TEST_STALL_LOOP_SECS";
-/// Longest injectable stall; anything longer is a typo, not a test.
-pub const MAX_INJECTED_STALL_SECS: u64 = 3600;
 
 struct Shared {
     epoch: Instant,
@@ -150,49 +146,6 @@ pub fn exit_on_stall(silence: Duration) {
     std::process::exit(STALL_EXIT_CODE);
 }
 
-/// Parses the value of [`STALL_ENV`]: unset, empty or 0 mean no stall; otherwise whole seconds
-/// up to [`MAX_INJECTED_STALL_SECS`].
-pub fn parse_stall_secs(v: Option<&str>) -> Result<Option<Duration>, String> {
-    let Some(v) = v.map(str::trim).filter(|v| !v.is_empty()) else {
-        return Ok(None);
-    };
-    let secs: u64 = v
-        .parse()
-        .map_err(|_| format!("{STALL_ENV}={v:?} is not a whole number of seconds"))?;
-    if secs > MAX_INJECTED_STALL_SECS {
-        return Err(format!(
-            "{STALL_ENV}={secs} exceeds {MAX_INJECTED_STALL_SECS} s"
-        ));
-    }
-    Ok((secs > 0).then(|| Duration::from_secs(secs)))
-}
-
-/// Test hook for the control loop: on the first call in the process, if [`STALL_ENV`] is set,
-/// blocks for that long and returns the stall injected. Later calls return `None` at once, so
-/// the loop recovers if the watchdog is not there to end it. A bad value is reported and ignored.
-pub fn maybe_injected_stall() -> Option<Duration> {
-    static DONE: AtomicBool = AtomicBool::new(false);
-    if DONE.swap(true, Ordering::Relaxed) {
-        return None;
-    }
-    let raw = std::env::var(STALL_ENV).ok();
-    match parse_stall_secs(raw.as_deref()) {
-        Ok(Some(d)) => {
-            log::warn!(
-                "{STALL_ENV}: stalling the control loop for {} s",
-                d.as_secs()
-            );
-            std::thread::sleep(d);
-            Some(d)
-        }
-        Ok(None) => None,
-        Err(e) => {
-            log::warn!("ignoring test hook: {e}");
-            None
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,18 +221,5 @@ mod tests {
             "join waited for the period"
         );
         assert!(!fired.load(Ordering::Relaxed));
-    }
-
-    #[test]
-    fn stall_hook_parsing() {
-        assert_eq!(parse_stall_secs(None), Ok(None));
-        assert_eq!(parse_stall_secs(Some("")), Ok(None));
-        assert_eq!(parse_stall_secs(Some("0")), Ok(None));
-        assert_eq!(parse_stall_secs(Some("12")), Ok(Some(12 * S)));
-        assert_eq!(parse_stall_secs(Some(" 15\n")), Ok(Some(15 * S)));
-        assert_eq!(parse_stall_secs(Some("3600")), Ok(Some(3600 * S)));
-        for bad in ["-1", "1.5", "ten", "3601", "18446744073709551616"] {
-            assert!(parse_stall_secs(Some(bad)).is_err(), "{bad}");
-        }
     }
 }

@@ -166,13 +166,74 @@ fn flags_of_other_scx_schedulers_are_refused_with_advice() {
     }
 }
 
+/// Usage errors exit 2, which pandemonium.service does not retry (RestartPreventExitStatus=2):
+/// a restart cannot make an unreadable file readable.
 #[test]
-fn an_unreadable_kconfig_is_refused_before_anything_loads() {
+fn an_unreadable_kconfig_is_a_usage_error_before_anything_loads() {
     assert_rejected(
         &["--kconfig", "/nonexistent/kconfig"],
-        1,
+        2,
         "--kconfig /nonexistent/kconfig",
     );
+    let dir = tempfile::tempdir().unwrap();
+    let nul = dir.path().join("kconfig");
+    std::fs::write(&nul, "CONFIG_A=y\n\0").unwrap();
+    assert_rejected(
+        &["--kconfig", nul.to_str().unwrap()],
+        2,
+        "could not be passed on",
+    );
+}
+
+/// More --compositor names than BPF's compositor_map holds (256, the built-in ones included) is
+/// a usage error before the BPF program loads; a list that fits runs on to the sched_ext check.
+#[test]
+fn more_compositor_names_than_the_map_holds_is_a_usage_error() {
+    use scx_pandemonium::compositor::{MAP_ENTRIES, names_for};
+    let fixed = names_for(&[], &[]).len();
+    let names: Vec<String> = (0..=MAP_ENTRIES - fixed)
+        .map(|i| format!("comp{i}"))
+        .collect();
+    let args = |names: &[String]| -> Vec<String> {
+        names
+            .iter()
+            .flat_map(|n| ["--compositor".to_string(), n.clone()])
+            .collect()
+    };
+    let o = bin().args(args(&names)).output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("more than the 256 the BPF map holds"), "{t}");
+    assert_no_panic(&o);
+    // gaming adds its own names, so a list that fits under auto can overflow there.
+    let fits = &names[..MAP_ENTRIES - fixed];
+    let o = bin()
+        .args(args(fits))
+        .args(["-m", "gaming"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    if !Path::new("/sys/kernel/sched_ext").exists() {
+        let o = bin().args(args(fits)).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(text(&o).contains("no sched_ext support"), "{}", text(&o));
+    }
+}
+
+/// The dump buffer is one BPF array value, which the kernel caps at 4 MiB: a larger
+/// --exit-dump-len is refused before anything loads.
+#[test]
+fn an_exit_dump_len_out_of_range_is_a_usage_error() {
+    for bad in ["4194305", "4294967295", "4294967296", "-1"] {
+        let o = bin().args(["--exit-dump-len", bad]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", text(&o));
+        assert_no_panic(&o);
+    }
+    if !Path::new("/sys/kernel/sched_ext").exists() {
+        let o = bin().args(["--exit-dump-len", "4194304"]).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(text(&o).contains("no sched_ext support"), "{}", text(&o));
+    }
 }
 
 #[test]
@@ -484,20 +545,37 @@ fn help_stats_describes_every_field_and_exits() {
     assert_no_panic(&o);
 }
 
+/// The socket's path is fixed; on a host where something runs an scx scheduler's stats server
+/// there the connect fails differently, so only the message check depends on it.
 #[test]
 fn monitor_without_a_running_scheduler_fails_clearly() {
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("root/stats");
-    let o = bin()
-        .args(["--monitor", "1"])
-        .env("PANDEMONIUM_STATS_SOCKET", &sock)
-        .output()
-        .unwrap();
+    use scx_pandemonium::stats::DEFAULT_SOCKET;
+    let o = bin().args(["--monitor", "1"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let t = text(&o);
-    assert!(t.contains("no scx_pandemonium is running"), "{t}");
-    assert!(t.contains(&sock.display().to_string()), "{t}");
+    assert!(t.contains(DEFAULT_SOCKET), "{t}");
+    if !std::path::Path::new(DEFAULT_SOCKET).exists() {
+        assert!(t.contains("no scx_pandemonium is running"), "{t}");
+    }
     assert_no_panic(&o);
+}
+
+/// Test hooks are not in the binary a user runs: no environment variable makes it stall its own
+/// control loop or move the stats socket (which the server replaces, as root). The gate stalls
+/// the loop from outside instead (ptrace, tests/gate_support/mod.rs).
+#[test]
+fn the_release_binary_reads_no_test_hook_variables() {
+    let bytes = std::fs::read(env!("CARGO_BIN_EXE_scx_pandemonium")).unwrap();
+    for hook in [
+        "PANDEMONIUM_TEST_STALL_LOOP_SECS",
+        "PANDEMONIUM_STATS_SOCKET",
+        "PANDEMONIUM_TEST",
+    ] {
+        assert!(
+            !bytes.windows(hook.len()).any(|w| w == hook.as_bytes()),
+            "the binary still contains {hook}"
+        );
+    }
 }
 
 #[test]

@@ -382,19 +382,21 @@ fn adaptive() {
     layer_adaptive();
 }
 
-/// A stalled control loop (test hook) makes the watchdog exit with its status; the kernel then
-/// detaches the scheduler and the default one takes over.
+/// A stalled control loop makes the watchdog exit with its status; the kernel then detaches the
+/// scheduler and the default one takes over. The loop runs on the daemon's main thread, which
+/// is frozen from outside (ptrace) while its watchdog thread runs on: the release binary has no
+/// way to stall itself on request.
 fn layer_watchdog() {
     require_gate_environment();
     if gate_args().iter().any(|a| a == "--no-adaptive") {
         eprintln!("gate watchdog: BPF-only mode has no control loop; nothing to check");
         return;
     }
-    // SAFETY: the gate runs its layers on one thread (--test-threads=1).
-    unsafe { std::env::set_var("PANDEMONIUM_TEST_STALL_LOOP_SECS", "30") };
     let mut sched = SchedulerProc::start(&[]);
-    unsafe { std::env::remove_var("PANDEMONIUM_TEST_STALL_LOOP_SECS") };
     sched.wait_attached();
+    // Two ticks, so the loop has beaten and the freeze is what silences it.
+    std::thread::sleep(Duration::from_secs(2));
+    let _frozen = freeze_thread(sched.pid(), Duration::from_secs(30));
     let st = sched.wait_exit(Duration::from_secs(60));
     assert_eq!(
         st.code(),
@@ -504,6 +506,8 @@ fn full_gate() {
     faults::layer_start_twice();
     faults::layer_procdb_faults();
     eprintln!("gate full_gate: faults passed");
+    knobs::layer_knob_clamp();
+    eprintln!("gate full_gate: knob_clamp passed");
     stall::layer_contention();
     eprintln!("gate full_gate: contention passed");
     stall::layer_starvation();
@@ -770,4 +774,10 @@ fn start_twice() {
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn procdb_faults() {
     faults::layer_procdb_faults();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn knob_clamp() {
+    knobs::layer_knob_clamp();
 }

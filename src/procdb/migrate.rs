@@ -8,7 +8,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::store::{self, Durability};
+use super::store::{self, Durability, Replace};
 
 /// What the first start found at the old location.
 #[derive(Debug)]
@@ -84,7 +84,7 @@ pub fn migrate(new: &Path, old: &Path) -> Migration {
             };
         }
     };
-    match store::write_atomic(new, &bytes) {
+    match store::write_atomic(new, &bytes, Replace::Never) {
         Ok(durability) => {
             let note = format!(
                 "{} was copied here from {}; the original is kept. Delete this file and {} to \
@@ -95,7 +95,7 @@ pub fn migrate(new: &Path, old: &Path) -> Migration {
             );
             // A missing marker only matters once the database is deleted again; the copy
             // itself succeeded, so this is not worth failing the start for.
-            let _ = store::write_atomic(&marker(new), note.as_bytes());
+            let _ = store::write_atomic(&marker(new), note.as_bytes(), Replace::Never);
             Migration::Copied {
                 from: old.to_path_buf(),
                 durability,

@@ -27,7 +27,7 @@ pub use format::{Corruption, FORMAT_VERSION, MAGIC};
 pub use migrate::{Migration, migrate};
 pub use paths::{STATE_DIR, default_path, legacy_path};
 pub use report::SaveReport;
-pub use store::{Durability, LoadOutcome};
+pub use store::{Durability, LoadOutcome, is_kept};
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -167,6 +167,8 @@ pub struct ProcDb {
     capacity: usize,
     dirty: bool,
     last_save: Option<Instant>,
+    /// The load left a file at the path that it could not use: saves never replace it.
+    keep_existing: bool,
 }
 
 impl Default for ProcDb {
@@ -184,6 +186,7 @@ impl ProcDb {
             capacity: capacity.max(1),
             dirty: false,
             last_save: None,
+            keep_existing: false,
         }
     }
 
@@ -296,10 +299,12 @@ impl ProcDb {
     }
 
     /// Loads `path`. Never fails: whatever went wrong is in the outcome, and the database is
-    /// empty unless the file was good. A damaged file is set aside, never overwritten.
+    /// empty unless the file was good. A damaged file is set aside, never overwritten; one that
+    /// could not be read or set aside stays where it is, and saves leave it alone.
     pub fn load(path: &Path, capacity: usize) -> (ProcDb, LoadOutcome) {
         let (entries, outcome) = store::read(path);
         let mut db = ProcDb::with_capacity(capacity);
+        db.keep_existing = outcome.left_a_file_unloaded();
         let dropped = entries.len().saturating_sub(db.capacity);
         for e in entries.iter().skip(dropped) {
             let seen = db.stamp();
@@ -331,10 +336,18 @@ impl ProcDb {
 
     /// Writes the database atomically to `path`. On error the caller logs; nothing panics and
     /// the previous file, if any, is intact. An unsynced write is still a save: the file is
-    /// complete, so it is not retried.
+    /// complete, so it is not retried. After a load that left a file it could not use, a save
+    /// only creates the file once that one is gone; until then it fails with an error
+    /// [`is_kept`] recognises.
     pub fn save(&mut self, path: &Path) -> io::Result<Durability> {
-        let durability = store::write_atomic(path, &format::encode(&self.to_persisted()))?;
+        let replace = if self.keep_existing {
+            store::Replace::Never
+        } else {
+            store::Replace::Allowed
+        };
+        let durability = store::write_atomic(path, &format::encode(&self.to_persisted()), replace)?;
         self.dirty = false;
+        self.keep_existing = false;
         Ok(durability)
     }
 

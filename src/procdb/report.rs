@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! What a save deserves in the log. A failed save is a warning each time (learned profiles are
 //! at risk); a refused fsync only the first time, since under a `~@sync` filter it is refused at
-//! every save, once a minute, and the file is complete each time.
+//! every save, once a minute, and the file is complete each time. A save refused to keep a file
+//! the load could not use is only a debug line: the load's warning said so, once.
 
 use log::Level;
 use std::io;
 use std::path::Path;
 
-use super::store::Durability;
+use super::store::{Durability, is_kept};
 
 #[derive(Debug, Default)]
 pub struct SaveReport {
@@ -26,6 +27,7 @@ impl SaveReport {
     ) -> Option<(Level, String)> {
         let path = path.display();
         match result {
+            Err(e) if is_kept(e) => Some((Level::Debug, format!("procdb: not saved: {e}"))),
             Err(e) => Some((Level::Warn, format!("procdb: cannot save {path}: {e}"))),
             Ok(Durability::Unsynced(e)) => {
                 let first = !std::mem::replace(&mut self.unsynced_warned, true);
@@ -94,5 +96,20 @@ mod tests {
         let (level, text) = r.line(p, 3, &Ok(Durability::Synced), true).unwrap();
         assert_eq!(level, Level::Info);
         assert_eq!(text, "procdb: saved 3 profiles to /x/procdb.bin");
+    }
+
+    #[test]
+    fn a_save_refused_to_keep_an_unloaded_file_is_only_a_debug_line() {
+        use super::super::store::{Replace, write_atomic};
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("procdb.bin");
+        std::fs::write(&p, b"not ours").unwrap();
+        let kept = write_atomic(&p, b"x", Replace::Never).map(|_| Durability::Synced);
+        let mut r = SaveReport::default();
+        for last in [false, true] {
+            let (level, text) = r.line(&p, 3, &kept, last).unwrap();
+            assert_eq!(level, Level::Debug, "{text}");
+            assert!(text.contains("is kept"), "{text}");
+        }
     }
 }

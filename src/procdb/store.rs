@@ -10,7 +10,10 @@
 //!   never a torn one, and a crash leaves at most a stray temp file;
 //! - the final name is never replaced if it is a symlink or anything but a regular file;
 //! - an fsync that is refused rather than failed (see [`Durability::Unsynced`]) does not stop
-//!   the rename: the complete file is better than the stale one.
+//!   the rename: the complete file is better than the stale one;
+//! - a file the database could not load (unreadable, or damaged and not movable aside) is never
+//!   replaced ([`Replace::Never`]): it may hold what an earlier run learned, or be somebody's on
+//!   purpose, and an empty database learned in one run is worth less than either.
 //!
 //! Only the last path component is protected: the directories above it are root's state
 //! directory (see [`super::default_path`]) or the user's own cache, which nobody else can modify.
@@ -80,10 +83,30 @@ impl fmt::Display for LoadOutcome {
                 set_aside: Err(e),
             } => write!(
                 f,
-                "procdb {problem}; could not move it aside ({e}); starting empty"
+                "procdb {problem}; could not move it aside ({e}); starting empty, and {KEPT}"
             ),
-            LoadOutcome::Unreadable(e) => write!(f, "procdb unreadable ({e}); starting empty"),
+            LoadOutcome::Unreadable(e) => {
+                write!(f, "procdb unreadable ({e}); starting empty, and {KEPT}")
+            }
         }
+    }
+}
+
+/// What the load says, once, about a file it could not use and did not move.
+const KEPT: &str = "the file stays as it is: nothing learned in this run is saved over it";
+
+impl LoadOutcome {
+    /// True when a file the database did not load may still sit at the path: saves must not
+    /// replace it.
+    pub fn left_a_file_unloaded(&self) -> bool {
+        matches!(
+            self,
+            LoadOutcome::Unreadable(_)
+                | LoadOutcome::Corrupt {
+                    set_aside: Err(_),
+                    ..
+                }
+        )
     }
 }
 
@@ -189,19 +212,60 @@ pub enum Durability {
     Unsynced(io::Error),
 }
 
-/// Atomically replaces `path` with `bytes` (see the module docs for the steps).
-pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<Durability> {
-    write_atomic_with(path, bytes, &|f: &File| f.sync_all())
+/// Whether a write may replace a file already at the path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replace {
+    /// A regular file there is ours (we loaded it, or nothing was there): replace it.
+    Allowed,
+    /// Whatever is there is not ours: write only where no name exists, atomically.
+    Never,
+}
+
+/// Why a [`Replace::Never`] write was refused: a file is at the path. Carried inside the
+/// `io::Error` so the caller can tell it from a failure (see [`is_kept`]).
+#[derive(Debug)]
+struct Kept(PathBuf);
+
+impl fmt::Display for Kept {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} could not be loaded at start and is kept; nothing is saved over it",
+            self.0.display()
+        )
+    }
+}
+
+impl std::error::Error for Kept {}
+
+fn kept(path: &Path) -> io::Error {
+    io::Error::new(io::ErrorKind::AlreadyExists, Kept(path.to_path_buf()))
+}
+
+/// True for a save refused because the file at the path was never loaded (not a failure: the
+/// load already said so).
+pub fn is_kept(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Kept>())
+}
+
+/// Atomically writes `bytes` to `path` (see the module docs for the steps).
+pub(super) fn write_atomic(path: &Path, bytes: &[u8], replace: Replace) -> io::Result<Durability> {
+    write_atomic_with(path, bytes, replace, &|f: &File| f.sync_all())
 }
 
 /// [`write_atomic`] with the fsync supplied, so tests can refuse it the way a filter does.
 pub(super) fn write_atomic_with(
     path: &Path,
     bytes: &[u8],
+    replace: Replace,
     sync: &dyn Fn(&File) -> io::Result<()>,
 ) -> io::Result<Durability> {
     let dir = parent_of(path);
     DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    if replace == Replace::Never && occupied(path)? {
+        // Checked first so a kept file costs no write; the rename below closes the race.
+        return Err(kept(path));
+    }
     refuse_unsafe_target(path)?;
     let (tmp, mut f) = create_temp(path)?;
     let mut refused = None;
@@ -209,7 +273,10 @@ pub(super) fn write_atomic_with(
         .write_all(bytes)
         .and_then(|()| tolerate_refusal(sync(&f), &mut refused))
         .and_then(|()| refuse_unsafe_target(path))
-        .and_then(|()| fs::rename(&tmp, path));
+        .and_then(|()| match replace {
+            Replace::Allowed => fs::rename(&tmp, path),
+            Replace::Never => rename_noreplace(&tmp, path),
+        });
     drop(f);
     if let Err(e) = written {
         let _ = fs::remove_file(&tmp);
@@ -246,6 +313,51 @@ fn parent_of(path: &Path) -> &Path {
 fn sync_dir(dir: &Path) {
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
+    }
+}
+
+/// Anything at the name, a dangling link included.
+fn occupied(path: &Path) -> io::Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Moves `from` to `to` only if no name `to` exists, in one step: renameat2(RENAME_NOREPLACE),
+/// or on a file system without it a hard link (which never replaces) and an unlink.
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))
+    };
+    let (f, t) = (c(from)?, c(to)?);
+    // SAFETY: two valid NUL-terminated paths that outlive the call.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EEXIST) => Err(kept(to)),
+        Some(libc::EINVAL | libc::ENOSYS) => match fs::hard_link(from, to) {
+            Ok(()) => {
+                let _ = fs::remove_file(from);
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(kept(to)),
+            Err(e) => Err(e),
+        },
+        _ => Err(e),
     }
 }
 
@@ -323,7 +435,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("procdb.bin");
         assert!(matches!(
-            write_atomic(&path, b"hello").unwrap(),
+            write_atomic(&path, b"hello", Replace::Allowed).unwrap(),
             Durability::Synced
         ));
         assert_eq!(fs::read(&path).unwrap(), b"hello");
@@ -357,7 +469,13 @@ mod tests {
         let path = dir.path().join("procdb.bin");
         fs::write(&path, b"old").unwrap();
         for errno in [libc::EPERM, libc::EINVAL, libc::ENOSYS] {
-            let r = write_atomic_with(&path, b"new and complete", &refused_with(errno)).unwrap();
+            let r = write_atomic_with(
+                &path,
+                b"new and complete",
+                Replace::Allowed,
+                &refused_with(errno),
+            )
+            .unwrap();
             match r {
                 Durability::Unsynced(e) => assert_eq!(e.raw_os_error(), Some(errno)),
                 Durability::Synced => panic!("errno {errno} reported as synced"),
@@ -373,7 +491,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("procdb.bin");
         fs::write(&path, b"old").unwrap();
-        let e = write_atomic_with(&path, b"new", &refused_with(libc::EIO)).unwrap_err();
+        let e = write_atomic_with(&path, b"new", Replace::Allowed, &refused_with(libc::EIO))
+            .unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EIO));
         assert_eq!(fs::read(&path).unwrap(), b"old");
         assert_eq!(names_in(dir.path()), [OsString::from("procdb.bin")]);
@@ -392,9 +511,41 @@ mod tests {
                 f.sync_all()
             }
         };
-        let r = write_atomic_with(&path, b"x", &second_refused).unwrap();
+        let r = write_atomic_with(&path, b"x", Replace::Allowed, &second_refused).unwrap();
         assert!(matches!(r, Durability::Unsynced(_)), "{r:?}");
         assert_eq!(calls.get(), 2);
         assert_eq!(fs::read(&path).unwrap(), b"x");
+    }
+
+    #[test]
+    fn never_replace_writes_where_nothing_is_and_keeps_what_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("procdb.bin");
+        assert!(write_atomic(&path, b"first", Replace::Never).is_ok());
+        assert_eq!(fs::read(&path).unwrap(), b"first");
+        let e = write_atomic(&path, b"second", Replace::Never).unwrap_err();
+        assert!(is_kept(&e), "{e}");
+        assert!(e.to_string().contains("is kept"), "{e}");
+        assert_eq!(fs::read(&path).unwrap(), b"first");
+        assert_eq!(names_in(dir.path()), [OsString::from("procdb.bin")]);
+        // A failure of another kind is not mistaken for a kept file.
+        let bad = path.join("child");
+        let e = write_atomic(&bad, b"x", Replace::Never).unwrap_err();
+        assert!(!is_kept(&e), "{e}");
+    }
+
+    #[test]
+    fn the_no_replace_rename_closes_the_race_with_a_file_that_appears() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tmp, path) = (dir.path().join("tmp"), dir.path().join("procdb.bin"));
+        fs::write(&tmp, b"ours").unwrap();
+        fs::write(&path, b"theirs").unwrap();
+        let e = rename_noreplace(&tmp, &path).unwrap_err();
+        assert!(is_kept(&e), "{e}");
+        assert_eq!(fs::read(&path).unwrap(), b"theirs");
+        fs::remove_file(&path).unwrap();
+        rename_noreplace(&tmp, &path).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"ours");
+        assert!(!tmp.exists());
     }
 }

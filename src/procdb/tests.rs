@@ -444,3 +444,121 @@ fn save_if_due_waits_for_the_period_and_for_changes() {
         "a failure also waits a period"
     );
 }
+
+/// Loads `path` the way a daemon without CAP_DAC_OVERRIDE does (the unit's): the file's mode is
+/// 000, and as root the loading thread takes a non-zero fsuid, which drops the DAC capabilities
+/// from that thread alone.
+fn load_without_read_permission(path: &Path) -> (ProcDb, LoadOutcome) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o000)).unwrap();
+    let p = path.to_path_buf();
+    let loaded = std::thread::spawn(move || {
+        if is_root() {
+            // SAFETY: setfsuid changes this thread's file-system uid only.
+            unsafe { libc::setfsuid(65534) };
+        }
+        ProcDb::load(&p, DEFAULT_CAPACITY)
+    })
+    .join()
+    .unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o600)).unwrap();
+    loaded
+}
+
+#[test]
+fn a_file_that_could_not_be_read_is_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("procdb.bin");
+    sample_db().save(&path).unwrap();
+    let theirs = fs::read(&path).unwrap();
+
+    let (mut db, outcome) = load_without_read_permission(&path);
+    let LoadOutcome::Unreadable(e) = &outcome else {
+        panic!("not unreadable: {outcome:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
+    let said = outcome.to_string();
+    assert!(said.contains("the file stays as it is"), "{said}");
+    steady(&mut db, "learned", Tier::Batch, 1_000_000, 3);
+    for _ in 0..2 {
+        let err = db.save(&path).unwrap_err();
+        assert!(is_kept(&err), "{err}");
+        assert!(db.is_dirty(), "what was learned stays pending");
+    }
+    assert_eq!(fs::read(&path).unwrap(), theirs, "the unread file changed");
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "a temp file left"
+    );
+
+    // Once the administrator moves it away, the next save writes a fresh file, and from then on
+    // the file is ours to replace.
+    fs::rename(&path, dir.path().join("moved")).unwrap();
+    db.save(&path).unwrap();
+    assert!(db.get(&comm("learned")).is_some());
+    steady(&mut db, "later", Tier::Batch, 1_000_000, 1);
+    db.save(&path).unwrap();
+    let (reloaded, _) = ProcDb::load(&path, DEFAULT_CAPACITY);
+    assert!(reloaded.get(&comm("later")).is_some());
+}
+
+#[test]
+fn a_damaged_file_that_could_not_be_set_aside_is_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("procdb.bin");
+    let garbage = b"PANDPDB\0 damaged".to_vec();
+    fs::write(&path, &garbage).unwrap();
+    // Every name the set-aside could take, this second and the next few, is taken.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for ts in now..now + 5 {
+        for n in 0..1000u32 {
+            let suffix = if n == 0 {
+                String::new()
+            } else {
+                format!("-{n}")
+            };
+            fs::write(
+                dir.path().join(format!("procdb.bin.corrupt-{ts}{suffix}")),
+                b"",
+            )
+            .unwrap();
+        }
+    }
+    let (mut db, outcome) = ProcDb::load(&path, DEFAULT_CAPACITY);
+    assert!(
+        matches!(
+            &outcome,
+            LoadOutcome::Corrupt {
+                set_aside: Err(_),
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome.to_string().contains("the file stays as it is"),
+        "{outcome}"
+    );
+    steady(&mut db, "learned", Tier::Batch, 1_000_000, 3);
+    assert!(is_kept(&db.save(&path).unwrap_err()));
+    assert_eq!(fs::read(&path).unwrap(), garbage);
+}
+
+#[test]
+fn a_missing_or_set_aside_file_leaves_saves_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("procdb.bin");
+    let (mut db, outcome) = ProcDb::load(&path, DEFAULT_CAPACITY);
+    assert!(matches!(outcome, LoadOutcome::Missing));
+    steady(&mut db, "a", Tier::Batch, 1_000_000, 1);
+    db.save(&path).unwrap();
+    fs::write(&path, b"garbage").unwrap();
+    let (mut db, outcome) = ProcDb::load(&path, DEFAULT_CAPACITY);
+    assert!(!outcome.to_string().contains("stays as it is"), "{outcome}");
+    steady(&mut db, "b", Tier::Batch, 1_000_000, 1);
+    db.save(&path).unwrap();
+}

@@ -17,11 +17,10 @@ use std::time::{Duration, Instant};
 /// scheduler), so scx tools find us too. The unit's `RuntimeDirectory=scx` must cover it.
 pub const DEFAULT_SOCKET: &str = "/var/run/scx/root/stats";
 
-/// [`DEFAULT_SOCKET`], unless PANDEMONIUM_STATS_SOCKET overrides it (tests).
+/// Where the server binds and clients connect: always [`DEFAULT_SOCKET`]. No environment
+/// variable moves it: the server removes whatever is at its path, as root.
 pub fn socket_path() -> PathBuf {
-    std::env::var_os("PANDEMONIUM_STATS_SOCKET")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET))
+    PathBuf::from(DEFAULT_SOCKET)
 }
 
 /// A live read can stall while the BPF program loads under emulation; a dead peer closes the

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Gate layers for faults: the daemon killed with SIGKILL, the kernel disabling the scheduler on
 //! SysRq-S, two instances started at once, SIGTERM while the BPF program is still loading, and
-//! the process database's file on a read-only directory, a full disk, a planted symlink and a
-//! corrupt file. In every case tasks keep running and nothing is left attached or half-written.
+//! the process database's file on a read-only directory, a full disk, a planted symlink, a
+//! corrupt file and a file the daemon may not read. In every case tasks keep running and nothing is left attached or half-written.
 
 use super::workload::{Mix, Progress};
 use super::*;
@@ -166,12 +166,22 @@ pub fn layer_sigterm_load() {
 
 /// Two instances started together: preflight cannot see the other one while it is still
 /// loading, so the kernel's refusal must also end in a clear message. Exactly one attaches and
-/// keeps running; the other exits with status 1, names the problem, and does not panic.
-/// (There is no second sched_ext scheduler binary in the guest; the `errors` layer covers a
-/// start beside an already-attached instance of ours, which the refusal names `pandemonium`.)
+/// keeps running; the other exits with status 1, names the problem, and does not panic, and
+/// the one running still answers on the stats socket (`--monitor`): an instance that never
+/// attached must not have taken the socket's path. The second starts once the first is loading
+/// its BPF program, so both pass preflight and the first has got as far as it gets before
+/// attaching. (There is no second sched_ext scheduler binary in the guest; the `errors` layer
+/// covers a start beside an already-attached instance of ours, which the refusal names
+/// `pandemonium`.)
 pub fn layer_start_twice() {
     require_gate_environment();
     let mut a = SchedulerProc::start(&[]);
+    let t0 = Instant::now();
+    while !a.output().contains("loading BPF program") {
+        assert!(a.running(), "exited before loading:\n{}", a.output());
+        assert!(t0.elapsed() < ATTACH_TIMEOUT, "never started loading");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let mut b = SchedulerProc::start(&[]);
     let t0 = Instant::now();
     let (winner, loser) = loop {
@@ -204,7 +214,39 @@ pub fn layer_start_twice() {
         winner.output()
     );
     assert_eq!(state(), "enabled");
+    let blocks = monitor_blocks(Duration::from_secs(4));
+    eprintln!("gate start_twice: --monitor read {blocks} blocks from the running instance");
+    assert!(
+        blocks >= 2,
+        "the running instance's statistics are unreachable after the second one failed"
+    );
     winner.stop();
+}
+
+/// Runs `scx_pandemonium --monitor 1` for `dur`, stops it with SIGINT, and returns how many
+/// statistics blocks it printed; panics with its output unless it exits 0.
+pub fn monitor_blocks(dur: Duration) -> usize {
+    use std::process::{Command, Stdio};
+    let monitor = Command::new(scheduler_binary())
+        .args(["--monitor", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting scx_pandemonium --monitor");
+    std::thread::sleep(dur);
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(monitor.id() as i32, libc::SIGINT) };
+    let out = monitor.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "--monitor exit status {}:\n{stdout}\n{stderr}",
+        out.status
+    );
+    stdout.matches(scx_pandemonium::stats::BLOCK_HEADER).count()
 }
 
 fn cstr(p: &Path) -> CString {
@@ -239,7 +281,34 @@ fn umount(target: &Path) {
 /// (so it has something new to save), calls `during` while it runs, then stops it with SIGINT
 /// (asserting exit status 0) and returns its output. The scheduler must survive `during`.
 fn run_learning(tag: &str, during: impl FnOnce()) -> String {
-    let mut sched = SchedulerProc::start(&["-v"]);
+    run_learning_as(tag, |_| {}, during)
+}
+
+/// Drops the capabilities that let root read and write any file whatever its mode, as
+/// pandemonium.service does (it keeps four others), for the scheduler about to be started.
+fn without_dac_override(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe; the closure touches nothing else.
+    unsafe {
+        cmd.pre_exec(|| {
+            // CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (linux/capability.h).
+            for cap in [1 as libc::c_ulong, 2] {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
+    };
+}
+
+/// [`run_learning`] with the scheduler's command adjusted by `configure`.
+fn run_learning_as(
+    tag: &str,
+    configure: impl FnOnce(&mut std::process::Command),
+    during: impl FnOnce(),
+) -> String {
+    let mut sched = SchedulerProc::start_with(&["-v"], configure);
     sched.wait_attached();
     let name = format!("pdb-{tag}");
     // One hog more than CPUs: a hog alone on a CPU keeps it slice after slice without a
@@ -368,6 +437,31 @@ pub fn layer_procdb_faults() {
         "temp files left on the full disk: {leftovers:?}"
     );
     eprintln!("gate procdb_faults: full disk: save failed, old file intact, no temp left");
+
+    // A file the daemon cannot read (mode 000, and no CAP_DAC_OVERRIDE, as under the unit): it
+    // stays as it is, and the learned profiles are not saved over it.
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o000)).unwrap();
+    let out = run_learning_as("eacces", without_dac_override, || {});
+    let meta = fs::metadata(&path).unwrap();
+    let now = fs::read(&path).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(
+        out.contains("Permission denied") && out.contains("the file stays as it is"),
+        "the unreadable file was not reported once as kept:\n{out}"
+    );
+    assert_eq!(
+        out.matches("the file stays as it is").count(),
+        1,
+        "said more than once:\n{out}"
+    );
+    assert_eq!(now, good, "unreadable: the file was replaced");
+    assert_eq!(
+        meta.permissions().mode() & 0o777,
+        0,
+        "unreadable: the file was replaced"
+    );
+    eprintln!("gate procdb_faults: unreadable file: reported once, kept byte for byte");
 
     // A symlink planted at the database's path while root runs: neither followed nor replaced.
     let victim_file = tempfile::NamedTempFile::new().unwrap();

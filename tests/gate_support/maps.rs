@@ -74,3 +74,11 @@ pub fn read_topo() -> TopoParams {
 pub fn read_knobs() -> TuningKnobs {
     lookup_one("knobs_map", 0)
 }
+
+/// Writes the knobs straight into BPF's map, past the daemon's range checks: what a bad write
+/// (a bug in the loop, or anything else with the map's fd) would leave there.
+pub fn write_knobs(k: &TuningKnobs) {
+    find_map("knobs_map")
+        .update(bytes_of(&0u32), bytes_of(k), MapFlags::ANY)
+        .expect("writing knobs_map");
+}

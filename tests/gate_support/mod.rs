@@ -6,6 +6,7 @@
 pub mod faults;
 pub mod gaming;
 pub mod hybrid;
+pub mod knobs;
 pub mod maps;
 pub mod powersave;
 pub mod stall;
@@ -96,6 +97,13 @@ impl SchedulerProc {
 
     /// [`SchedulerProc::start`] with extra environment variables.
     pub fn start_with_env(extra: &[&str], env: &[(&str, &Path)]) -> SchedulerProc {
+        Self::start_with(extra, |cmd| {
+            cmd.envs(env.iter().copied());
+        })
+    }
+
+    /// [`SchedulerProc::start`] with the command adjusted by `configure` first.
+    pub fn start_with(extra: &[&str], configure: impl FnOnce(&mut Command)) -> SchedulerProc {
         let log = tempfile::Builder::new()
             .prefix("pandemonium-gate-")
             .suffix(".log")
@@ -106,7 +114,7 @@ impl SchedulerProc {
         let bin = scheduler_binary();
         let mut cmd = Command::new(&bin);
         cmd.args(gate_args()).args(extra);
-        cmd.envs(env.iter().copied());
+        configure(&mut cmd);
         eprintln!("gate: starting {cmd:?}");
         let child = cmd
             .stdin(Stdio::null())
@@ -413,4 +421,87 @@ pub fn kernel_complaints(log: &[String]) -> Vec<String> {
         })
         .cloned()
         .collect()
+}
+
+/// A helper process that holds one thread of another process stopped.
+pub struct Frozen(libc::pid_t);
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        // SAFETY: kill and waitpid on our own child; its death detaches ptrace.
+        unsafe {
+            libc::kill(self.0, libc::SIGKILL);
+            libc::waitpid(self.0, std::ptr::null_mut(), 0);
+        }
+    }
+}
+
+/// Stops thread `tid` of another process for `dur` (at most; less if the process exits first),
+/// leaving its other threads running: a helper process seizes that thread alone with ptrace and
+/// interrupts it. A process of its own, because a tracer receives its tracee's stops through
+/// waitpid, and std's `Child::try_wait` here would take a stop for the exit of the scheduler
+/// (our child). Returns once the thread is stopped; panics if it could not be.
+pub fn freeze_thread(tid: libc::pid_t, dur: Duration) -> Frozen {
+    let mut ready = [0 as libc::c_int; 2];
+    // SAFETY: pipe(2) into a two-element array.
+    assert_eq!(unsafe { libc::pipe(ready.as_mut_ptr()) }, 0, "pipe");
+    let secs = dur.as_secs().max(1) as libc::c_uint;
+    // SAFETY: the child of a threaded process calls only async-signal-safe functions (raw
+    // system calls) and leaves with _exit.
+    let helper = unsafe { libc::fork() };
+    assert!(helper >= 0, "fork: {}", std::io::Error::last_os_error());
+    if helper == 0 {
+        // SAFETY: as above.
+        unsafe { libc::_exit(hold_stopped(tid, secs, ready[1])) };
+    }
+    // SAFETY: closing our copy of the write end; reading one byte into a local.
+    let said = unsafe {
+        libc::close(ready[1]);
+        let mut b = 0u8;
+        let n = libc::read(ready[0], (&raw mut b).cast(), 1);
+        libc::close(ready[0]);
+        (n == 1).then_some(b)
+    };
+    let frozen = Frozen(helper);
+    assert_eq!(
+        said,
+        Some(0),
+        "could not stop thread {tid} with ptrace (helper step {said:?})"
+    );
+    frozen
+}
+
+/// The helper's side of [`freeze_thread`]: seize, interrupt, report on `ready` (0, or the step
+/// that failed), then wait until the tracee exits or the alarm ends the helper, whose exit
+/// detaches and resumes the thread.
+unsafe fn hold_stopped(tid: libc::pid_t, secs: libc::c_uint, ready: libc::c_int) -> libc::c_int {
+    let tell = |step: u8| {
+        // SAFETY: writing one byte from a local to our pipe.
+        unsafe { libc::write(ready, (&raw const step).cast(), 1) };
+        libc::c_int::from(step)
+    };
+    // SAFETY: plain system calls on the target thread.
+    unsafe {
+        let none = std::ptr::null_mut::<libc::c_void>();
+        // Set first: a step that hangs ends with the helper too.
+        libc::alarm(secs);
+        if libc::ptrace(libc::PTRACE_SEIZE, tid, none, none) != 0 {
+            return tell(1);
+        }
+        if libc::ptrace(libc::PTRACE_INTERRUPT, tid, none, none) != 0 {
+            return tell(2);
+        }
+        let mut status = 0;
+        if libc::waitpid(tid, &mut status, libc::__WALL) != tid {
+            return tell(3);
+        }
+        tell(0);
+        // Further stops (a signal on its way to the thread) stay stopped too.
+        loop {
+            let r = libc::waitpid(tid, &mut status, libc::__WALL);
+            if r < 0 || libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                return 0;
+            }
+        }
+    }
 }

@@ -111,6 +111,27 @@ impl Mix {
         self
     }
 
+    /// `n` busy loops named `late-hogN` that first sleep `after`: they join CPUs that busy loops
+    /// already hold, whose slices were set while nothing else waited. Their first wait counts
+    /// `after` too.
+    pub fn late_hogs(&mut self, n: usize, after: Duration) -> &mut Self {
+        for i in 0..n {
+            self.spawn(format!("late-hog{i}"), move |p, stop, epoch| {
+                std::thread::sleep(after);
+                let mut x = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..20_000 {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
+                    }
+                    p.tick(epoch);
+                }
+            });
+        }
+        self
+    }
+
     /// A thread that sleeps `sleep` and then spins for `run`, forever: the shape of an input or
     /// audio handler.
     pub fn sleeper(&mut self, name: &str, sleep: Duration, run: Duration) -> &mut Self {
