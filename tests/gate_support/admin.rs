@@ -139,8 +139,8 @@ fn sched_idle() -> f64 {
         n,
     );
     let (ns, _) = hogs.measure(WARM, WINDOW);
-    let (plain, _) = by_label(&ns, "plain");
-    let (idle, _) = by_label(&ns, "idle");
+    let plain = by_label(&ns, "plain");
+    let idle = by_label(&ns, "idle");
     plain as f64 / (plain + idle).max(1) as f64
 }
 
@@ -159,8 +159,8 @@ fn nice() -> (f64, [f64; 2]) {
     std::thread::sleep(WARM);
     let ratio = |a: &[(&'static str, u64)], b: &[(&'static str, u64)]| {
         let d: Vec<(&'static str, u64)> = a.iter().zip(b).map(|(x, y)| (x.0, x.1 - y.1)).collect();
-        let (fast, _) = by_label(&d, "nice0");
-        let (slow, _) = by_label(&d, "nice19");
+        let fast = by_label(&d, "nice0");
+        let slow = by_label(&d, "nice19");
         fast as f64 / slow.max(1) as f64
     };
     let s0 = hogs.cpu_ns();

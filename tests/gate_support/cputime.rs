@@ -99,6 +99,30 @@ fn apply(spec: &HogSpec) -> Result<(), String> {
     Ok(())
 }
 
+/// The calling thread's comm, set for as long as this lives (clone copies it to new threads).
+struct Comm([u8; 16]);
+
+impl Comm {
+    fn set(name: &str) -> Comm {
+        let (mut old, mut new) = ([0u8; 16], [0u8; 16]);
+        let n = name.len().min(15);
+        new[..n].copy_from_slice(&name.as_bytes()[..n]);
+        // SAFETY: PR_GET_NAME and PR_SET_NAME read or write 16 bytes; `new` ends in NUL.
+        unsafe {
+            libc::prctl(libc::PR_GET_NAME, old.as_mut_ptr() as libc::c_ulong);
+            libc::prctl(libc::PR_SET_NAME, new.as_ptr() as libc::c_ulong);
+        }
+        Comm(old)
+    }
+}
+
+impl Drop for Comm {
+    fn drop(&mut self) {
+        // SAFETY: the 16 NUL-terminated bytes PR_GET_NAME returned.
+        unsafe { libc::prctl(libc::PR_SET_NAME, self.0.as_ptr() as libc::c_ulong) };
+    }
+}
+
 struct Hog {
     label: &'static str,
     tid: u32,
@@ -126,7 +150,11 @@ impl Hogs {
     }
 
     /// Starts `n` busy loops labelled `label`; returns once each has its name, nice and policy.
+    /// Each is born with its name, as the threads of a program started under that name are:
+    /// a thread renamed after it started is seen by the scheduler under its old name until the
+    /// scheduler looks again.
     pub fn add(&mut self, label: &'static str, spec: &HogSpec, n: usize) -> &mut Self {
+        let _born_as = Comm::set(&spec.name);
         for _ in 0..n {
             let (tx, rx) = mpsc::channel();
             let (stop, spec) = (self.stop.clone(), spec.clone());
@@ -203,13 +231,11 @@ impl Drop for Hogs {
     }
 }
 
-/// The CPU time of the hogs labelled `label`: their sum and their smallest.
-pub fn by_label(ns: &[(&'static str, u64)], label: &str) -> (u64, u64) {
-    let mine: Vec<u64> = ns
-        .iter()
-        .filter(|(l, _)| *l == label)
-        .map(|x| x.1)
-        .collect();
-    assert!(!mine.is_empty(), "no hog labelled {label}");
-    (mine.iter().sum(), *mine.iter().min().unwrap())
+/// The CPU time of the hogs labelled `label`, together.
+pub fn by_label(ns: &[(&'static str, u64)], label: &str) -> u64 {
+    assert!(
+        ns.iter().any(|(l, _)| *l == label),
+        "no hog labelled {label}"
+    );
+    ns.iter().filter(|(l, _)| *l == label).map(|x| x.1).sum()
 }

@@ -56,7 +56,7 @@ fn shares() -> (Vec<f64>, f64, f64) {
         .filter(|x| x.0 == "plain")
         .map(|x| x.1 as f64 / fair)
         .collect();
-    let (named, _) = by_label(&ns, "named");
+    let named = by_label(&ns, "named");
     let named_mean = named as f64 / (2 * n) as f64 / fair;
     (plain, named_mean, total as f64 / took.as_nanos() as f64)
 }
