@@ -288,6 +288,18 @@ fn gaming() {
 
 #[test]
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn trust() {
+    trust::layer_trust();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn admin() {
+    admin::layer_admin();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn powersave() {
     powersave::layer_powersave();
 }
@@ -478,6 +490,10 @@ fn full_gate() {
     eprintln!("gate full_gate: hybrid passed");
     gaming::layer_gaming();
     eprintln!("gate full_gate: gaming passed");
+    trust::layer_trust();
+    eprintln!("gate full_gate: trust passed");
+    admin::layer_admin();
+    eprintln!("gate full_gate: admin passed");
     powersave::layer_powersave();
     eprintln!("gate full_gate: powersave passed");
     layer_verifier();

@@ -60,8 +60,8 @@ def test_the_layers_are_the_gate_tests(tmp_path):
     layers = known_layers()
     assert len(layers) == GATE_SOURCE.read_text().splitlines().count("#[test]") + len(HOST_LAYERS)
     assert layers[-1] == "full_gate"
-    assert {"load", "hotplug", "kill9", "procdb_faults", "interactive", "status",
-            "service"} <= set(layers)
+    assert {"load", "hotplug", "kill9", "procdb_faults", "interactive", "status", "trust",
+            "admin", "service"} <= set(layers)
 
 
 def test_the_service_layer_runs_when_named_or_in_full_gate():

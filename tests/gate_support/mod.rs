@@ -3,7 +3,11 @@
 //! log, and workloads that count their own progress.
 #![allow(dead_code)]
 
+pub mod admin;
+pub mod cgroup;
+pub mod cputime;
 pub mod faults;
+pub mod frames;
 pub mod gaming;
 pub mod hybrid;
 pub mod knobs;
@@ -11,6 +15,7 @@ pub mod maps;
 pub mod powersave;
 pub mod stall;
 pub mod standard;
+pub mod trust;
 pub mod workload;
 
 use scx_pandemonium::preflight::sched_ext_state;

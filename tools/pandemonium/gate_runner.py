@@ -24,7 +24,8 @@ HOST_LAYERS = ("service",)
 # The interactive layer runs the field's standard tools in the guest (build_support/
 # system_packages.tsv names their packages).
 GUEST_TOOLS = ["cyclictest", "hackbench"]
-# full_gate runs ~6 min of guest time at 2 vCPUs under TCG; a loaded host stretches that.
+# full_gate runs ~10 min of guest time at 2 vCPUs under TCG (trust and admin ~2 min each); a
+# loaded host stretches that.
 GATE_TIMEOUT_S = 1800
 # The status layer's sysfs captures under the guest's /results (STATUS_DIR in tests/gate.rs).
 STATUS_DIR = "sched_ext_status"

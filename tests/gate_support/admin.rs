@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The `admin` layer (issue #32): what the administrator set decides CPU shares, as under EEVDF.
+//! Every case runs first under EEVDF (nothing attached) and then under scx_pandemonium in the
+//! same boot, and is printed as a ratio to the configured value and to EEVDF's figure:
+//! - cgroup v2 cpu.weight 100 against 300;
+//! - nested weights: 100/100, one side split 1:4 again;
+//! - cpu.max "50000 100000" (half a CPU) on a group with hogs on every CPU;
+//! - SCHED_IDLE hogs beside plain ones;
+//! - nice 0 against nice 19.
+//!
+//! Groups are measured by cpu.stat usage_usec, threads by schedstat. Each group or class runs 2
+//! busy loops per CPU, so every side always has work queued.
+
+use super::cgroup::{self, Group};
+use super::cputime::{HogSpec, Hogs, Policy, by_label};
+use super::*;
+
+const WARM: Duration = Duration::from_secs(2);
+const WINDOW: Duration = Duration::from_secs(10);
+/// The 300/100 case runs longer: EEVDF's own ratio read 2.65-3.50 over 10 s windows at 2 vCPUs
+/// (per-CPU group shares follow where the load balancer happens to put the hogs), 3.10 over 15.
+const WEIGHT_WINDOW: Duration = Duration::from_secs(15);
+/// cpu.weight 300 against 100 gives 3.0 within this fraction.
+const WEIGHT_TOL: f64 = 0.10;
+/// Nested: each leaf's share of the whole within this much (absolute) of what the weights give
+/// it. Absolute, because the light leaf's 0.1 is tens of ms per thread per second, and EEVDF
+/// itself gave it 0.087 (-13 %) in a 10 s window; an even split (1/3 each) misses by 0.17-0.23.
+const NESTED_TOL: f64 = 0.05;
+/// cpu.max "50000 100000": 0.5 CPU within this fraction.
+const MAX_TOL: f64 = 0.10;
+/// The unlimited group beside the capped one gets at least this fraction of what the cap
+/// leaves.
+const REST_FLOOR: f64 = 0.85;
+/// Plain hogs' share of the CPU time beside SCHED_IDLE hogs.
+const IDLE_FLOOR: f64 = 0.95;
+/// Nice 0 against nice 19: within this fraction of EEVDF's ratio.
+const NICE_TOL: f64 = 0.15;
+/// EEVDF's nice ratio counts as stable enough to hold ours to it when its two half-windows
+/// agree within this fraction.
+const NICE_STABLE: f64 = 0.15;
+
+#[derive(Debug, Clone)]
+struct Figures {
+    /// usage(weight 300) / usage(weight 100).
+    weight_ratio: f64,
+    /// Shares of the whole of the nested leaves: A (100), B1 (B's 100), B2 (B's 400).
+    nested: [f64; 3],
+    /// CPUs' worth of time of the capped group, and of the unlimited one beside it.
+    max_cpus: f64,
+    rest_cpus: f64,
+    /// Plain hogs' share of the hogs' CPU time beside SCHED_IDLE hogs.
+    idle_plain_share: f64,
+    /// Mean nice 0 hog's CPU time over the mean nice 19 hog's, whole window and its halves.
+    nice_ratio: f64,
+    nice_halves: [f64; 2],
+}
+
+/// The nested leaves and the share of the whole their weights give them.
+const NESTED_LEAVES: [&str; 3] = [
+    "a (100)",
+    "b/b1 (100 under b's 100)",
+    "b/b2 (400 under b's 100)",
+];
+const NESTED_WANT: [f64; 3] = [0.5, 0.1, 0.4];
+
+fn per_cpu() -> usize {
+    online_cpus().len()
+}
+
+/// Each group's usage over the window, after the warm-up, and the window's length.
+fn usage(groups: &[&Group], window: Duration) -> (Vec<u64>, Duration) {
+    std::thread::sleep(WARM);
+    let t0 = Instant::now();
+    let before: Vec<u64> = groups.iter().map(|g| g.usage_ns()).collect();
+    std::thread::sleep(window);
+    let after: Vec<u64> = groups.iter().map(|g| g.usage_ns()).collect();
+    let took = t0.elapsed();
+    (
+        after.iter().zip(&before).map(|(a, b)| a - b).collect(),
+        took,
+    )
+}
+
+fn weights() -> f64 {
+    let n = 2 * per_cpu();
+    let mut light = Group::new(None, "gate-w100");
+    light.set("cpu.weight", "100").spawn_hogs(n, "gate-w100");
+    let mut heavy = Group::new(None, "gate-w300");
+    heavy.set("cpu.weight", "300").spawn_hogs(n, "gate-w300");
+    let (u, _) = usage(&[&light, &heavy], WEIGHT_WINDOW);
+    u[1] as f64 / u[0].max(1) as f64
+}
+
+fn nested() -> [f64; 3] {
+    let n = 2 * per_cpu();
+    let mut top = Group::new(None, "gate-nest");
+    top.enable_cpu_for_children();
+    let mut a = Group::new(Some(&top), "a");
+    a.set("cpu.weight", "100").spawn_hogs(n, "gate-na");
+    let mut b = Group::new(Some(&top), "b");
+    b.set("cpu.weight", "100").enable_cpu_for_children();
+    let mut b1 = Group::new(Some(&b), "b1");
+    b1.set("cpu.weight", "100").spawn_hogs(n, "gate-nb1");
+    let mut b2 = Group::new(Some(&b), "b2");
+    b2.set("cpu.weight", "400").spawn_hogs(n, "gate-nb2");
+    let (u, _) = usage(&[&a, &b1, &b2], WINDOW);
+    let total = u.iter().sum::<u64>().max(1) as f64;
+    // Locals drop in reverse order, leaves before their parents, as cgroup removal needs.
+    [
+        u[0] as f64 / total,
+        u[1] as f64 / total,
+        u[2] as f64 / total,
+    ]
+}
+
+fn bandwidth() -> (f64, f64) {
+    let n = 2 * per_cpu();
+    let mut capped = Group::new(None, "gate-max");
+    capped
+        .set("cpu.max", "50000 100000")
+        .spawn_hogs(n, "gate-max");
+    let mut rest = Group::new(None, "gate-rest");
+    rest.spawn_hogs(n, "gate-rest");
+    let (u, took) = usage(&[&capped, &rest], WINDOW);
+    let wall = took.as_nanos() as f64;
+    (u[0] as f64 / wall, u[1] as f64 / wall)
+}
+
+fn sched_idle() -> f64 {
+    let n = 2 * per_cpu();
+    let mut hogs = Hogs::new();
+    hogs.add("plain", &HogSpec::plain("gate-plain"), n).add(
+        "idle",
+        &HogSpec {
+            name: "gate-idle".into(),
+            nice: 0,
+            policy: Policy::Idle,
+        },
+        n,
+    );
+    let (ns, _) = hogs.measure(WARM, WINDOW);
+    let plain = by_label(&ns, "plain");
+    let idle = by_label(&ns, "idle");
+    plain as f64 / (plain + idle).max(1) as f64
+}
+
+fn nice() -> (f64, [f64; 2]) {
+    let n = 2 * per_cpu();
+    let mut hogs = Hogs::new();
+    hogs.add("nice0", &HogSpec::plain("gate-nice0"), n).add(
+        "nice19",
+        &HogSpec {
+            name: "gate-nice19".into(),
+            nice: 19,
+            policy: Policy::Normal,
+        },
+        n,
+    );
+    std::thread::sleep(WARM);
+    let ratio = |a: &[(&'static str, u64)], b: &[(&'static str, u64)]| {
+        let d: Vec<(&'static str, u64)> = a.iter().zip(b).map(|(x, y)| (x.0, x.1 - y.1)).collect();
+        let fast = by_label(&d, "nice0");
+        let slow = by_label(&d, "nice19");
+        fast as f64 / slow.max(1) as f64
+    };
+    let s0 = hogs.cpu_ns();
+    std::thread::sleep(WINDOW / 2);
+    let s1 = hogs.cpu_ns();
+    std::thread::sleep(WINDOW / 2);
+    let s2 = hogs.cpu_ns();
+    (ratio(&s2, &s0), [ratio(&s1, &s0), ratio(&s2, &s1)])
+}
+
+fn measure_all(who: &str) -> Figures {
+    let weight_ratio = weights();
+    eprintln!("gate admin: {who}: cpu.weight 300/100 done");
+    let nested = nested();
+    eprintln!("gate admin: {who}: nested weights done");
+    let (max_cpus, rest_cpus) = bandwidth();
+    eprintln!("gate admin: {who}: cpu.max done");
+    let idle_plain_share = sched_idle();
+    eprintln!("gate admin: {who}: SCHED_IDLE done");
+    let (nice_ratio, nice_halves) = nice();
+    eprintln!("gate admin: {who}: nice done");
+    Figures {
+        weight_ratio,
+        nested,
+        max_cpus,
+        rest_cpus,
+        idle_plain_share,
+        nice_ratio,
+        nice_halves,
+    }
+}
+
+/// The relative spread of two figures: |a - b| / their mean.
+fn spread(a: f64, b: f64) -> f64 {
+    (a - b).abs() * 2.0 / (a + b).max(f64::MIN_POSITIVE)
+}
+
+fn report(e: &Figures, o: &Figures) {
+    let n = per_cpu() as f64;
+    eprintln!(
+        "gate admin: {n} CPUs, {} s windows ({} s for 300/100)",
+        WINDOW.as_secs(),
+        WEIGHT_WINDOW.as_secs()
+    );
+    eprintln!(
+        "gate admin: cpu.weight 300/100: ours {:.2} ({:.2}x the configured 3.0, {:.2}x EEVDF's \
+         {:.2})",
+        o.weight_ratio,
+        o.weight_ratio / 3.0,
+        o.weight_ratio / e.weight_ratio,
+        e.weight_ratio
+    );
+    for (i, leaf) in NESTED_LEAVES.iter().enumerate() {
+        eprintln!(
+            "gate admin: nested {leaf}: ours {:.3} of the whole ({:.2}x the configured {:.2}, \
+             {:.2}x EEVDF's {:.3})",
+            o.nested[i],
+            o.nested[i] / NESTED_WANT[i],
+            NESTED_WANT[i],
+            o.nested[i] / e.nested[i],
+            e.nested[i]
+        );
+    }
+    eprintln!(
+        "gate admin: cpu.max 50000 100000: ours {:.3} CPU ({:.2}x the configured 0.5, {:.2}x \
+         EEVDF's {:.3}); the unlimited group {:.2} CPUs (EEVDF {:.2})",
+        o.max_cpus,
+        o.max_cpus / 0.5,
+        o.max_cpus / e.max_cpus,
+        e.max_cpus,
+        o.rest_cpus,
+        e.rest_cpus
+    );
+    eprintln!(
+        "gate admin: SCHED_IDLE: plain hogs' share ours {:.3} (EEVDF {:.3}; bar {IDLE_FLOOR})",
+        o.idle_plain_share, e.idle_plain_share
+    );
+    eprintln!(
+        "gate admin: nice 0/19: ours {:.1} (halves {:.1} / {:.1}), {:.2}x EEVDF's {:.1} (halves \
+         {:.1} / {:.1}; ~68 by the kernel's weights 1024/15)",
+        o.nice_ratio,
+        o.nice_halves[0],
+        o.nice_halves[1],
+        o.nice_ratio / e.nice_ratio,
+        e.nice_ratio,
+        e.nice_halves[0],
+        e.nice_halves[1]
+    );
+}
+
+/// Which bars `o` misses; `e` is EEVDF's figures, the reference for nice.
+fn judge(e: &Figures, o: &Figures) -> Vec<String> {
+    let n = per_cpu() as f64;
+    let mut failed = Vec::new();
+    let mut check = |ok: bool, what: String| {
+        if !ok {
+            failed.push(what);
+        }
+    };
+    check(
+        (o.weight_ratio / 3.0 - 1.0).abs() <= WEIGHT_TOL,
+        format!(
+            "cpu.weight 300/100 gave {:.2}, not 3.0 +-{:.0} %",
+            o.weight_ratio,
+            WEIGHT_TOL * 100.0
+        ),
+    );
+    for ((leaf, got), want) in NESTED_LEAVES.iter().zip(o.nested).zip(NESTED_WANT) {
+        check(
+            (got - want).abs() <= NESTED_TOL,
+            format!("nested {leaf} got {got:.3} of the whole, not {want:.2} +-{NESTED_TOL}"),
+        );
+    }
+    check(
+        (o.max_cpus / 0.5 - 1.0).abs() <= MAX_TOL,
+        format!(
+            "cpu.max 50000 100000 gave {:.3} CPU, not 0.5 +-{:.0} %",
+            o.max_cpus,
+            MAX_TOL * 100.0
+        ),
+    );
+    check(
+        o.rest_cpus >= REST_FLOOR * (n - 0.5),
+        format!(
+            "the unlimited group beside the capped one got {:.2} CPUs, under {REST_FLOOR} x {:.1}",
+            o.rest_cpus,
+            n - 0.5
+        ),
+    );
+    check(
+        o.idle_plain_share >= IDLE_FLOOR,
+        format!(
+            "plain hogs got {:.3} of the CPU beside SCHED_IDLE hogs (bar {IDLE_FLOOR})",
+            o.idle_plain_share
+        ),
+    );
+    // A nice 19 hog gets ~1.5 % under EEVDF: over 5 s that is tens of ms per thread, and one
+    // slice more or less moves the ratio a lot. Ours is held to EEVDF's +-15 % only when
+    // EEVDF's own two half-windows agree within 15 %; otherwise to the lower side alone (nice 19
+    // taking more than 1.15x what EEVDF gives it), the direction the issue is about.
+    let stable = nice_stable(e);
+    let low = e.nice_ratio * (1.0 - NICE_TOL);
+    let high = e.nice_ratio * (1.0 + NICE_TOL);
+    check(
+        o.nice_ratio >= low && (!stable || o.nice_ratio <= high),
+        format!(
+            "nice 0/19 ratio {:.1} against EEVDF's {:.1} (allowed {:.1}..{})",
+            o.nice_ratio,
+            e.nice_ratio,
+            low,
+            if stable {
+                format!("{high:.1}")
+            } else {
+                "any".into()
+            }
+        ),
+    );
+    failed
+}
+
+fn nice_stable(e: &Figures) -> bool {
+    spread(e.nice_halves[0], e.nice_halves[1]) <= NICE_STABLE
+}
+
+pub fn layer_admin() {
+    require_gate_environment();
+    let _cpu = cgroup::enable_cpu_controller();
+    let eevdf = measure_all("EEVDF");
+    let mut sched = SchedulerProc::start(&[]);
+    sched.wait_attached();
+    let ours = measure_all("pandemonium");
+    assert!(sched.running(), "scheduler died:\n{}", sched.output());
+    sched.stop();
+    report(&eevdf, &ours);
+    eprintln!(
+        "gate admin: nice: EEVDF's halves spread {:.0} %: {}",
+        spread(eevdf.nice_halves[0], eevdf.nice_halves[1]) * 100.0,
+        if nice_stable(&eevdf) {
+            "stable, ours must be within +-15 % of EEVDF's ratio"
+        } else {
+            "unstable, ours must only reach EEVDF's ratio -15 % (nice 19 taking no more)"
+        }
+    );
+    // EEVDF is not held to the bars, but whether it meets them says how tight they are here.
+    for miss in judge(&eevdf, &eevdf) {
+        eprintln!("gate admin: EEVDF itself misses: {miss}");
+    }
+    let failed = judge(&eevdf, &ours);
+    assert!(failed.is_empty(), "gate admin:\n{}", failed.join("\n"));
+}
