@@ -380,3 +380,46 @@ fn a_missing_or_unlistable_proc_changes_nothing() {
     assert_eq!(t.scan(&gone), Changes::default());
     assert_eq!(t.boosted(), 1);
 }
+
+/// The real `/proc`: a process started as Steam starts a game, under a script named `reaper`
+/// (`reaper SteamLaunch AppId=N -- COMMAND`) and with nothing in its environment, is found.
+#[test]
+fn a_game_under_a_reaper_is_found_in_the_real_proc() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let reaper = dir.path().join("reaper");
+    let script = "#!/bin/sh\nwhile [ \"$1\" != -- ]; do shift; done; shift\n\"$@\"\nexit $?\n";
+    fs::write(&reaper, script).unwrap();
+    fs::set_permissions(&reaper, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut child = Command::new(&reaper)
+        .args(["SteamLaunch", "AppId=4242", "--", "sleep", "30"])
+        .env_clear()
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut t = scanner();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut found = Vec::new();
+    while Instant::now() < deadline {
+        found.extend(
+            t.scan(Path::new("/proc"))
+                .added
+                .into_iter()
+                .filter(|g| g.game == 4242),
+        );
+        if found.iter().any(|g| g.comm == "sleep") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let game = found.iter().find(|g| g.comm == "sleep");
+    assert!(
+        game.is_some_and(|g| g.via == Via::Reaper(child.id())),
+        "{found:?}"
+    );
+}
