@@ -5,7 +5,7 @@
 
 use crate::autopower::{self, Watcher};
 use crate::cpustat::{self, CpuTimes};
-use crate::games::GameTracker;
+use crate::games::{self, Boost};
 use crate::procdb::{self, Migration, Observation, ProcDb, SaveReport, WarmMirror};
 use crate::scheduler::Scheduler;
 use crate::stats::{self, PandemoniumMetrics, Publisher, Sample};
@@ -14,7 +14,6 @@ use crate::tuning::{Mode, TickContext, TickInput, Tuner};
 use crate::watchdog::Heartbeat;
 use anyhow::Result;
 use log::{info, log, warn};
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -32,8 +31,8 @@ pub struct Controller {
     cpu_prev: Option<CpuTimes>,
     heartbeat: Option<Heartbeat>,
     publisher: Option<Publisher>,
-    /// Gaming mode only: the game processes BPF boosts.
-    games: Option<GameTracker>,
+    /// Gaming mode only: the game scan's thread, and what BPF's map holds of its findings.
+    games: Option<(games::Watcher, Boost)>,
     /// `--autopower` only: the system's power profile, read on its own thread.
     power: Option<Watcher>,
 }
@@ -66,7 +65,7 @@ impl Controller {
             cpu_stat,
             heartbeat: None,
             publisher: None,
-            games: mode.preset().boost_games.then(GameTracker::default),
+            games: mode.preset().boost_games.then(spawn_game_scan).flatten(),
             power: None,
         }
     }
@@ -92,8 +91,8 @@ impl Controller {
         self.prev_at = Instant::now();
         self.heartbeat = heartbeat;
         self.warm.reset();
-        if let Some(g) = &mut self.games {
-            g.reset();
+        if let Some((_, boost)) = &mut self.games {
+            boost.reset();
         }
     }
 
@@ -221,33 +220,18 @@ impl Controller {
         Ok(())
     }
 
-    /// Gaming mode: game processes new since the last tick into BPF's map, exited ones out. A
+    /// Gaming mode: what the scan's thread found since the last tick goes into BPF's map. A
     /// failed map write is a warning: the game then runs as its behavior classifies it.
     fn boost_games(&mut self, sched: &Scheduler) {
-        let Some(tracker) = &mut self.games else {
+        let Some((watcher, boost)) = &mut self.games else {
             return;
         };
-        let changes = tracker.scan(Path::new("/proc"));
-        for &pid in &changes.removed {
-            if let Err(e) = sched.set_game(pid, false) {
-                warn!("gaming: {e:#}");
-            }
+        for c in watcher.changes() {
+            boost.apply(c);
         }
-        let mut by_game: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-        for g in &changes.added {
-            match sched.set_game(g.pid, true) {
-                Ok(()) => by_game
-                    .entry(&g.game)
-                    .or_default()
-                    .push(format!("{} ({})", g.pid, g.comm)),
-                Err(e) => warn!("gaming: cannot boost pid {} ({}): {e:#}", g.pid, g.comm),
-            }
-        }
-        for (game, procs) in by_game {
-            info!(
-                "gaming: game {game}: every thread LAT_CRITICAL in {}",
-                procs.join(", ")
-            );
+        let alive = |pid: u32| Path::new("/proc").join(pid.to_string()).exists();
+        for (level, line) in boost.sync(sched, alive) {
+            log!(level, "{line}");
         }
     }
 
@@ -260,6 +244,17 @@ impl Controller {
             if let Some((level, text)) = self.save_report.line(path, db.len(), &r, true) {
                 log!(level, "{text}");
             }
+        }
+    }
+}
+
+/// The game scan's thread; without it gaming mode runs on, without boosting games.
+fn spawn_game_scan() -> Option<(games::Watcher, Boost)> {
+    match games::Watcher::spawn() {
+        Ok(w) => Some((w, Boost::default())),
+        Err(e) => {
+            warn!("gaming: {e:#}: games are not boosted");
+            None
         }
     }
 }

@@ -7,6 +7,7 @@ use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::cgroup_support::CgroupSupport;
 use crate::codel::Oscillator;
 use crate::compositor;
+use crate::games::{GameMap, InsertError};
 use crate::layout::Layout;
 use crate::preflight;
 use crate::procdb::WarmDelta;
@@ -166,21 +167,6 @@ impl<'obj> Scheduler<'obj> {
                 .with_context(|| format!("adding compositor {name:?}"))?;
         }
         Ok(())
-    }
-
-    /// Adds (`on`) or removes a process of the foreground game; BPF boosts its threads from
-    /// their next identity check. Removing one that is not there is not an error.
-    pub fn set_game(&self, pid: u32, on: bool) -> Result<()> {
-        let map = &self.skel.maps.game_tgids;
-        if on {
-            return update(map, &pid, &1u8);
-        }
-        match map.delete(bytes_of(&pid)) {
-            Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
-                Err(e).with_context(|| format!("removing pid {pid} from BPF map game_tgids"))
-            }
-            _ => Ok(()),
-        }
     }
 
     /// Sum of the per-CPU counters since load.
@@ -347,6 +333,40 @@ impl<'obj> Scheduler<'obj> {
 /// map is passed over without a word; and should a later libbpf-rs give maps a slot, the
 /// skeleton still will not attach the scheduler before scx_ops_attach! does (the kernel takes
 /// one sched_ext scheduler: the second attach would fail with EBUSY).
+/// The foreground game's processes (gaming mode): BPF boosts a pid's threads from their next
+/// identity check.
+impl GameMap for Scheduler<'_> {
+    fn insert(&self, pid: u32) -> Result<(), InsertError> {
+        let map = &self.skel.maps.game_tgids;
+        map.update(bytes_of(&pid), bytes_of(&1u8), MapFlags::ANY)
+            .map_err(|e| match e.kind() {
+                libbpf_rs::ErrorKind::TooBig => InsertError::Full,
+                _ => {
+                    InsertError::Other(anyhow::Error::new(e).context("updating BPF map game_tgids"))
+                }
+            })
+    }
+
+    fn remove(&self, pid: u32) -> Result<()> {
+        match self.skel.maps.game_tgids.delete(bytes_of(&pid)) {
+            Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("removing pid {pid} from BPF map game_tgids"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn pids(&self) -> Result<Vec<u32>> {
+        Ok(self
+            .skel
+            .maps
+            .game_tgids
+            .keys()
+            .filter_map(|k| from_bytes::<u32>(&k))
+            .collect())
+    }
+}
+
 fn leave_attach_to_scx_ops_attach(map: &OpenMapMut<'_>) -> Result<()> {
     // SAFETY: the pointer is the open object's live map; libbpf only sets a flag in it.
     let rc = unsafe {

@@ -366,3 +366,54 @@ def test_the_autopower_check_runs_after_the_loader_gave_our_unit_back():
     checks = guest.PHASE_CHECKS["main"]
     assert checks.index("loader-yields") < checks.index("autopower") < checks.index("enable")
     assert "power-profiles-daemon" in rootfs.PACKAGES
+
+
+# -- a game as Steam starts one --------------------------------------------------------------
+
+
+def test_the_stand_in_reaper_looks_like_steams_and_stays_the_games_parent(tmp_path):
+    reaper = tmp_path / "reaper"
+    reaper.write_text(guest.REAPER_SCRIPT)
+    reaper.chmod(0o755)
+    probe = "cat /proc/$PPID/comm; tr '\\0' ' ' < /proc/$PPID/cmdline; echo; echo $PPID"
+    proc = subprocess.Popen([str(reaper), "SteamLaunch", "AppId=570", "--", "sh", "-c", probe],
+                            stdout=subprocess.PIPE, text=True)
+    out, _ = proc.communicate(timeout=30)
+    comm, cmdline, parent = out.splitlines()
+    # What src/games/ids.rs reads: comm `reaper`, then SteamLaunch AppId=N before `--`.
+    assert comm == "reaper"
+    assert f"{reaper} SteamLaunch AppId=570 -- sh -c" in cmdline
+    assert int(parent) == proc.pid  # the script did not exec the game in its place
+    assert proc.returncode == 0
+
+
+def test_the_game_runs_unprivileged_and_frame_paced():
+    cmd = guest.game_command()
+    assert cmd[:4] == ["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups"]
+    assert guest.GAME_UID != 0
+    rest = cmd[cmd.index("--") + 1:]
+    assert rest[:4] == [str(guest.REAPER), "SteamLaunch", f"AppId={guest.STEAM_APP_ID}", "--"]
+    assert rest[0].endswith("/reaper")
+    compile(guest.FRAME_GAME, "game", "exec")
+    assert "time.sleep(0.006)" in guest.FRAME_GAME and "< 0.001" in guest.FRAME_GAME
+
+
+def test_the_boost_line_and_the_games_pid():
+    line = "pandemonium: gaming: game 570: every thread LAT_CRITICAL in 812 (reaper), 813 (python3)"
+    assert re.search(guest.boost_pattern(813), line)
+    assert re.search(guest.boost_pattern(812), line)
+    assert not re.search(guest.boost_pattern(13), line)
+    assert not re.search(guest.boost_pattern(813), line.replace("570", "571"))
+    stats = {812: b"812 (reaper) S 1 812 812 0",
+             813: b"813 (py) th(o)n 3) S 812 812 812 0",
+             900: b"900 (x) S 8120 1 1 0"}
+    assert guest.children_of(812, stats) == [813]
+    denied = ("pandemonium: warning: gaming: cannot read /proc/1/environ (uid 0): Permission "
+              "denied (os error 13). Another user's environment needs CAP_SYS_PTRACE, which ...")
+    assert re.search(guest._DENIED, denied)
+
+
+def test_the_game_check_runs_under_our_unit_before_scx_takes_over():
+    checks = guest.PHASE_CHECKS["main"]
+    assert checks.index("kill-restart") < checks.index("game-unprivileged") \
+        < checks.index("scx-takes-over") < checks.index("loader-gaming")

@@ -82,7 +82,7 @@ pub struct Preset {
     pub rails: Rails,
     /// Process names (comm) made LAT_CRITICAL on top of the built-in compositor list.
     pub compositors: &'static [&'static str],
-    /// Every thread of a game Steam launched made LAT_CRITICAL (src/games.rs).
+    /// Every thread of a game Steam launched made LAT_CRITICAL (src/games/).
     pub boost_games: bool,
     /// A waking task queues behind its busy CPU's non-BATCH runner rather than wake an idle
     /// core (BPF `pack_on_busy()`, knob `pack`).

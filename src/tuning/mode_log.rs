@@ -106,9 +106,13 @@ pub fn startup_lines(mode: Mode, adaptive: bool) -> Vec<String> {
     }
     if p.boost_games {
         lines.push(format!(
-            "mode {mode}: every thread of a game Steam launched (its environment has {}) is \
-             LAT_CRITICAL",
-            crate::games::GAME_ENV.join(" or ")
+            "mode {mode}: every thread of a game Steam launched (below Steam's `reaper \
+             SteamLaunch AppId=N`, or with {} in its environment) is LAT_CRITICAL",
+            crate::games::ids::GAME_ENV
+                .iter()
+                .map(|k| String::from_utf8_lossy(k))
+                .collect::<Vec<_>>()
+                .join(" or ")
         ));
     }
     lines

@@ -13,7 +13,8 @@ later ones build on it) after printing the unit's status and journal. Then the e
 off through systemd (a clean shutdown: the daemon's last procdb save happens there).
 
 Phases: `main` (first boot: install, start, monitor, journal priorities, procdb across a restart,
-SIGKILL and Restart=on-failure, scx.service and Conflicts= both ways, the real scx_loader started by
+SIGKILL and Restart=on-failure, a game started as an unprivileged user boosted in gaming mode (under
+our unit and under scx_loader), scx.service and Conflicts= both ways, the real scx_loader started by
 D-Bus activation and driven over D-Bus through its modes, systemd-analyze security, enable) and
 `reboot` (second boot of the same disk: started at boot, the procdb the last boot saved is loaded).
 """
@@ -40,7 +41,8 @@ from pathlib import Path
 CHECK_MARKER = "@@SERVICE-CHECK@@"
 PHASE_CHECKS = {
     "main": ["install", "security", "start", "sandbox", "monitor", "journal-priority",
-             "procdb-restart", "kill-restart", "scx-takes-over", "ours-takes-back",
+             "procdb-restart", "kill-restart", "game-unprivileged", "scx-takes-over",
+             "ours-takes-back",
              "loader-activation", "loader-gaming", "loader-powersave", "loader-stop",
              "loader-yields", "autopower", "enable"],
     "reboot": ["boot-start", "procdb-reboot", "clean-stop"],
@@ -315,6 +317,109 @@ def exe_of(pid: int) -> str:
 
 def detached(timeout: float = 60) -> None:
     wait_for(lambda: sched_state()[0] == "disabled", timeout, "sched_ext state disabled")
+
+
+# A game as Steam starts one: under its launch helper, `reaper SteamLaunch AppId=N -- COMMAND`
+# (a child subreaper; Steam's is a binary, this stand-in a script named reaper, so its comm is
+# `reaper` and its command line holds the same arguments after the script's path), run by a user
+# who is not root. The game is frame-paced like a real one: 1 ms of work every 7 ms.
+STEAM_APP_ID = "570"
+GAME_UID = 1000
+REAPER = PAYLOAD / "steam" / "ubuntu12_32" / "reaper"
+REAPER_SCRIPT = """#!/bin/sh
+# Stands in for Steam's reaper: run what follows `--` and stay its parent (a command after it, so
+# no shell execs the game in its own place).
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
+[ $# -gt 0 ] && shift
+"$@"
+exit $?
+"""
+FRAME_GAME = ("import time\n"
+              "while True:\n"
+              "    t = time.perf_counter()\n"
+              "    while time.perf_counter() - t < 0.001:\n"
+              "        pass\n"
+              "    time.sleep(0.006)\n")
+GAME_START_S = 90.0
+
+
+def game_command() -> list[str]:
+    """The game's command line: setpriv drops to GAME_UID and execs the reaper."""
+    return ["setpriv", f"--reuid={GAME_UID}", f"--regid={GAME_UID}", "--clear-groups", "--",
+            str(REAPER), "SteamLaunch", f"AppId={STEAM_APP_ID}", "--", sys.executable, "-c",
+            FRAME_GAME]
+
+
+def boost_pattern(pid: int) -> str:
+    """The daemon's line for a game process (src/games/boost.rs)."""
+    return rf"gaming: game {STEAM_APP_ID}: every thread LAT_CRITICAL in (.*, )?{pid} \("
+
+
+def children_of(pid: int, stats: dict[int, bytes]) -> list[int]:
+    """The pids whose /proc/PID/stat (`stats`) names `pid` as parent. The comm between the
+    parentheses may hold anything, so the fields are counted from the last ')'."""
+    out = []
+    for child, raw in stats.items():
+        rest = raw[raw.rfind(b")") + 1:].split()
+        if len(rest) > 1 and rest[1] == str(pid).encode():
+            out.append(child)
+    return sorted(out)
+
+
+def proc_stats() -> dict[int, bytes]:
+    out = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                out[int(d.name)] = (d / "stat").read_bytes()
+            except OSError:
+                pass
+    return out
+
+
+def uid_of(pid: int) -> int | None:
+    try:
+        m = re.search(r"^Uid:\s*(\d+)", Path(f"/proc/{pid}/status").read_text(), re.M)
+    except OSError:
+        return None
+    return int(m.group(1)) if m else None
+
+
+def start_game() -> tuple[subprocess.Popen, int]:
+    """Starts the game as GAME_UID under the stand-in reaper; (the reaper's process, the game's
+    pid)."""
+    REAPER.parent.mkdir(parents=True, exist_ok=True)
+    REAPER.write_text(REAPER_SCRIPT)
+    REAPER.chmod(0o755)
+    for d in (REAPER.parent, REAPER.parent.parent, PAYLOAD):
+        d.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "SteamGameId": STEAM_APP_ID,
+           "SteamAppId": STEAM_APP_ID}
+    reaper = subprocess.Popen(game_command(), env=env)
+
+    def game():
+        if reaper.poll() is not None:
+            raise CheckFailed(f"the reaper exited {reaper.returncode}")
+        kids = children_of(reaper.pid, proc_stats())
+        return kids[0] if kids else None
+    pid = wait_for(game, 30, "the game under the reaper")
+    if uid_of(pid) != GAME_UID or uid_of(reaper.pid) != GAME_UID:
+        reaper.kill()
+        raise CheckFailed(f"the game runs as uid {uid_of(pid)}, its reaper as "
+                          f"{uid_of(reaper.pid)}, not {GAME_UID}")
+    return reaper, pid
+
+
+def stop_game(reaper: subprocess.Popen, pid: int) -> None:
+    for p in (pid, reaper.pid):
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    reaper.wait(timeout=30)
+
+
+_DENIED = r"gaming: cannot read /proc/\d+/environ .*CAP_SYS_PTRACE"
 
 
 def start_hog(name: str) -> subprocess.Popen:
@@ -628,6 +733,37 @@ class Layer:
         return (f"SIGKILL to MainPID {old_pid}; systemd restarted it as {pid} (NRestarts "
                 f"{restarts} -> {now}), attached again, loaded {loaded} profiles")
 
+    def game_unprivileged(self) -> str:
+        """Gaming mode under our unit (CAP_SYS_PTRACE dropped) boosts a game that a user who is
+        not root started through Steam's reaper, and says once that it could not read an
+        environment."""
+        Path("/etc/default/pandemonium").write_text('PANDEMONIUM_ARGS="-v --mode gaming"\n')
+        try:
+            reset(UNIT)
+            sh("systemctl", "restart", f"{UNIT}.service", check=True, timeout=300)
+            main, _ = attached_unit(UNIT)
+            inv = invocation(UNIT)
+            wait_journal(inv, r"mode gaming: every thread of a game", 60, "the gaming mode's line")
+            reaper, pid = start_game()
+            try:
+                boosted = wait_journal(inv, boost_pattern(pid), GAME_START_S,
+                                       f"the boost of game PID {pid} (uid {GAME_UID})")
+                time.sleep(3)  # a second report would show up by now
+                again = matching(inv, boost_pattern(pid))
+            finally:
+                stop_game(reaper, pid)
+            denied = matching(inv, _DENIED)
+        finally:
+            Path("/etc/default/pandemonium").write_text('PANDEMONIUM_ARGS="-v"\n')
+        if len(again) != 1:
+            raise CheckFailed(f"game PID {pid} reported {len(again)} times")
+        if len(denied) != 1 or denied[0].get("PRIORITY") != "4":
+            raise CheckFailed(f"{len(denied)} denied-environment warnings (want 1 at PRIORITY 4): "
+                              f"{[e['MESSAGE'][:120] for e in denied]}")
+        return (f"MainPID {main} in --mode gaming; game PID {pid} (uid {GAME_UID}) under "
+                f"{REAPER.name} PID {reaper.pid} (SteamLaunch AppId={STEAM_APP_ID}): "
+                f"{boosted['MESSAGE'][:120]!r}; warned once: {denied[0]['MESSAGE'][:100]!r}")
+
     def scx_takes_over(self) -> str:
         Path("/etc/default/scx").write_text("SCX_SCHEDULER=scx_pandemonium\nSCX_FLAGS='-v'\n")
         sh("systemctl", "start", f"{SCX_UNIT}.service", check=True, timeout=300)
@@ -723,7 +859,16 @@ class Layer:
                 f"refused, this one loaded {loaded}")
 
     def loader_gaming(self) -> str:
-        return self._loader_mode("SwitchScheduler", "Gaming", "Auto")
+        said = self._loader_mode("SwitchScheduler", "Gaming", "Auto")
+        # scx_loader's unit drops CAP_SYS_PTRACE too: the reaper must find the game there.
+        inv = self.loader_inv
+        reaper, pid = start_game()
+        try:
+            boosted = wait_journal(inv, boost_pattern(pid), GAME_START_S,
+                                   f"the boost of game PID {pid} (uid {GAME_UID}) under the loader")
+        finally:
+            stop_game(reaper, pid)
+        return f"{said}; game PID {pid} (uid {GAME_UID}): {boosted['MESSAGE'][:100]!r}"
 
     def loader_powersave(self) -> str:
         return self._loader_mode("SwitchScheduler", "PowerSave", "Gaming")
