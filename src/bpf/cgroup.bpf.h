@@ -36,6 +36,11 @@ struct cg_ctx {
 	u64 share;	     /* flattened weight in NICE_0_WEIGHT units; 0: not computed yet */
 	u64 share_at;
 	u64 runtime_ns;	     /* CPU time of its tasks, for the daemon's per-group stats */
+	u64 bw_quota_ns;     /* cpu.max quota per period, 0: unlimited (bandwidth.bpf.h) */
+	u64 bw_period_ns;
+	u64 bw_period_at;    /* start of the current period */
+	u64 bw_used;	     /* CPU time charged in it, overrun of earlier periods included */
+	u64 throttled;
 	u32 weight;	     /* cpu.weight, 1..10000 */
 	u32 level;
 	u32 idle;	     /* cpu.idle: its tasks are treated as SCHED_IDLE */

@@ -45,6 +45,7 @@ enum codel_consts {
 enum pandemonium_dsq {
 	NODE_DSQ_BASE = 1u << 16,  /* + node: INTERACTIVE / LAT_CRITICAL overflow, vtime-ordered */
 	BATCH_DSQ_BASE = 1u << 17, /* + node: BATCH and immature overflow, vtime-ordered */
+	BW_THROTTLED_DSQ = 1u << 18, /* tasks of cgroups over their cpu.max quota, FIFO */
 };
 
 enum pandemonium_tier {
@@ -152,6 +153,7 @@ struct pandemonium_stats {
 	u64 nr_overflow_rescue;
 	u64 nr_starvation_rescue;
 	u64 nr_wait_rescue;
+	u64 nr_bw_throttled;
 	u64 nr_offline_drain;
 	u64 nr_rank_offline_skips;
 	u64 nr_pinned;

@@ -12,6 +12,7 @@
 #include "placement.bpf.h"
 #include "codel.bpf.h"
 #include "dispatch.bpf.h"
+#include "bandwidth.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -117,6 +118,9 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 
 	if (!tctx || !k || !tp)
 		return prev_cpu;
+	/* A group over its cpu.max quota waits in enqueue(), not on a CPU found here. */
+	if (nr_bw_groups && bw_throttled_until(tctx->cgid, bpf_ktime_get_ns()))
+		return prev_cpu;
 
 	if (wctx)
 		record_wakee(p, wctx, bpf_ktime_get_ns());
@@ -216,7 +220,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	struct tuning_knobs *k = knobs();
 	struct topo_params *tp = topo();
 	s32 cpu = scx_bpf_task_cpu(p), idle;
-	u64 slice, vtime;
+	u64 slice, vtime, until;
 	bool sync;
 
 	if (!tctx || !k || !tp) {
@@ -260,6 +264,11 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 		insert_pcpu(p, tctx, cpu, slice, vtime, enq_flags);
+		return;
+	}
+
+	if (nr_bw_groups && (until = bw_throttled_until(tctx->cgid, bpf_ktime_get_ns()))) {
+		bw_park(p, tctx, until, slice, vtime, enq_flags);
 		return;
 	}
 
@@ -408,6 +417,7 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	tctx->last_run_at = now;
+	tctx->bw_at = now;
 	cpu_ctx(cpu)->run_deadline = p->scx.dsq_vtime + p->scx.slice;
 	cpu_ctx(cpu)->run_kind = tctx->tier == TIER_BATCH ? RUN_BATCH : RUN_OTHER;
 	/*
@@ -465,6 +475,7 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 	if (used > 1000 * MSEC_NS)
 		used = 1000 * MSEC_NS;
 	p->scx.dsq_vtime += charge_task(p, tctx, used, now);
+	bw_charge_task(tctx, now);
 	cpu_ctx(scx_bpf_task_cpu(p))->run_kind = RUN_NONE;
 	if (!runnable)
 		tctx->sleep_at = now;
@@ -516,6 +527,13 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	if (cpu == 0 && tp) {
 		update_longrun(tp, now);
 		codel_step(tp);
+	}
+	if (tctx && nr_bw_groups && tctx->cgid) {
+		bw_charge_task(tctx, now);
+		if (bw_throttled_until(tctx->cgid, now)) {
+			p->scx.slice = 0;
+			return;
+		}
 	}
 	if (!tctx || !k || !tp || tctx->tier != TIER_BATCH)
 		return;
@@ -594,7 +612,7 @@ s32 BPF_STRUCT_OPS(pandemonium_init_task, struct task_struct *p, struct scx_init
 s32 BPF_STRUCT_OPS_SLEEPABLE(pandemonium_cgroup_init, struct cgroup *cgrp,
 			     struct scx_cgroup_init_args *args)
 {
-	struct cg_ctx c = {};
+	struct cg_ctx c = {}, *cp;
 	struct cgroup *parent;
 	u64 id;
 
@@ -619,15 +637,31 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(pandemonium_cgroup_init, struct cgroup *cgrp,
 	 * A full map is not worth failing the cgroup's creation for: without an entry its tasks
 	 * are charged as root tasks, fair by nice.
 	 */
-	bpf_map_update_elem(&cg_ctxs, &id, &c, BPF_ANY);
+	if (bpf_map_update_elem(&cg_ctxs, &id, &c, BPF_ANY))
+		return 0;
+	if (bpf_core_field_exists(args->bw_quota_us) && (cp = cg_lookup(id)))
+		bw_set(cp, args->bw_period_us, args->bw_quota_us);
 	return 0;
 }
 
 void BPF_STRUCT_OPS(pandemonium_cgroup_exit, struct cgroup *cgrp)
 {
 	u64 id = cgrp->kn->id;
+	struct cg_ctx *c = cg_lookup(id);
 
+	if (c && c->bw_quota_ns)
+		__sync_fetch_and_sub(&nr_bw_groups, 1);
 	bpf_map_delete_elem(&cg_ctxs, &id);
+}
+
+void BPF_STRUCT_OPS(pandemonium_cgroup_set_bandwidth, struct cgroup *cgrp, u64 period_us,
+		    u64 quota_us, u64 burst_us)
+{
+	u64 id = cgrp->kn->id;
+	struct cg_ctx *c = cg_lookup(id);
+
+	if (c)
+		bw_set(c, period_us, quota_us);
 }
 
 void BPF_STRUCT_OPS(pandemonium_cgroup_move, struct task_struct *p, struct cgroup *from,
@@ -754,7 +788,10 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(pandemonium_init)
 	}
 	scx_bpf_put_cpumask(online);
 	refresh_knobs(bpf_ktime_get_ns());
-	return 0;
+	ret = bw_init();
+	if (ret)
+		scx_bpf_error("failed to set up cpu.max throttling: %d", ret);
+	return ret;
 }
 
 void BPF_STRUCT_OPS(pandemonium_exit, struct scx_exit_info *ei)
@@ -778,6 +815,7 @@ SCX_OPS_DEFINE(pandemonium_ops,
 	       .cgroup_exit = (void *)pandemonium_cgroup_exit,
 	       .cgroup_move = (void *)pandemonium_cgroup_move,
 	       .cgroup_set_weight = (void *)pandemonium_cgroup_set_weight,
+	       .cgroup_set_bandwidth = (void *)pandemonium_cgroup_set_bandwidth,
 	       .cgroup_set_idle = (void *)pandemonium_cgroup_set_idle,
 	       .cpu_online = (void *)pandemonium_cpu_online,
 	       .cpu_offline = (void *)pandemonium_cpu_offline,

@@ -91,6 +91,9 @@ struct task_ctx {
 	u64 cnt_cgid;      /* the group whose runnable_weight holds cnt_w */
 	u64 cnt_w;         /* weight it added to that sum while runnable, 0 if none */
 	u64 weight;        /* effective weight at the last charge (weight.bpf.h) */
+	u64 bw_at;         /* when its CPU time was last charged to cpu.max (bandwidth.bpf.h) */
+	u64 bw_until;      /* throttled: when its group's period ends */
+	u64 bw_vtime;      /* throttled: the vtime it goes back to its overflow DSQ with */
 	u64 enq_dsq;       /* trace_slow_ro only: the DSQ of the last insertion */
 	u64 enq_flags;     /* trace_slow_ro only: that insertion's enqueue flags */
 };

@@ -80,6 +80,9 @@ stats_struct! {
         nr_wait_rescue: u64 =
             "tasks run because they had waited the wait bound (1 s), whatever their vtime",
             _counter;
+        nr_bw_throttled: u64 =
+            "tasks held back because their cgroup had run its cpu.max quota for the period",
+            _counter;
         nr_offline_drain: u64 = "tasks drained from the queue of a CPU going offline", _counter;
         nr_rank_offline_skips: u64 = "affinity rank walks that skipped an offline CPU", _counter;
         nr_pinned: u64 = "tasks pinned to one CPU, sent to its local queue", _counter;
@@ -184,6 +187,7 @@ impl PandemoniumMetrics {
             nr_overflow_rescue: st.nr_overflow_rescue,
             nr_starvation_rescue: st.nr_starvation_rescue,
             nr_wait_rescue: st.nr_wait_rescue,
+            nr_bw_throttled: st.nr_bw_throttled,
             nr_offline_drain: st.nr_offline_drain,
             nr_rank_offline_skips: st.nr_rank_offline_skips,
             nr_pinned: st.nr_pinned,
