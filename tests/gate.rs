@@ -6,7 +6,7 @@
 //! Each `#[test]` here is a layer, by its name: `./pandemonium.py test --gate LAYER` runs one alone
 //! (the runner, tools/pandemonium/gate_runner.py, reads the names from this file). full_gate runs
 //! every other layer in one boot, in the order of its body (load with one CPU hotplug cycle,
-//! hotplug with four).
+//! hotplug with ten under hogs).
 
 mod gate_support;
 
@@ -25,12 +25,106 @@ fn layer_load() {
     run_load(1, LOAD_RUN);
 }
 
-/// Several offline/online cycles of one CPU under the same load, in one attach: the cycles that
-/// once left a stranded irq_work behind (README "Hotplug"), with proof that no placement ever
+/// CPU hotplug under hogs, the way `bench-stress`'s hotplug workload runs it: the highest CPU
+/// goes offline for a second and comes back for a second, HOTPLUG_CYCLES times in one attach,
+/// beside CPU count + 2 busy loops and a light periodic task. On 6.18 a hog whose runqueue was
+/// the dying CPU's stayed in a shared DSQ that only the other CPUs served, behind their own hogs:
+/// the watchdog ejected the scheduler, or the offline never finished (README "Hotplug"). Also
+/// the cycles that once left a stranded irq_work behind, and proof that no placement ever
 /// targets the offline CPU while the rank walks skip it.
 fn layer_hotplug() {
-    run_load(4, Duration::from_secs(18));
+    require_gate_environment();
+    let cpus = online_cpus();
+    let nr = cpus.len();
+    let hot = *cpus.iter().max().unwrap();
+    assert!(
+        nr >= 2,
+        "the hotplug layer needs at least 2 CPUs (have {nr})"
+    );
+
+    let mut sched = SchedulerProc::start(&["-v"]);
+    let took = sched.wait_attached();
+    eprintln!("gate hotplug: attached in {:.1} s", took.as_secs_f64());
+
+    let before = maps::read_stats();
+    let mut mix = Mix::new();
+    mix.hogs(nr + 2).sleeper(
+        "monitor",
+        Duration::from_millis(3),
+        Duration::from_micros(200),
+    );
+    let steps = 2 * HOTPLUG_CYCLES;
+    let (mut done, mut skips, mut skips_at_offline) = (0u32, 0u64, 0u64);
+    let mut last_step = Duration::ZERO;
+    let mut slowest = Duration::ZERO;
+    let reports = mix.run_while(|t| {
+        if done < steps && t >= last_step + HOTPLUG_DWELL {
+            // The stats map goes with an ejected scheduler: name the ejection, not the map.
+            assert_eq!(
+                state(),
+                "enabled",
+                "sched_ext left the enabled state during the hotplug cycles:\n{}",
+                kernel_complaints(&kernel_log()).join("\n")
+            );
+            let offline = done % 2 == 0;
+            let s = maps::read_stats().nr_rank_offline_skips;
+            if offline {
+                skips_at_offline = s;
+            } else {
+                skips += s - skips_at_offline;
+            }
+            let t0 = std::time::Instant::now();
+            set_cpu_online(hot, !offline);
+            slowest = slowest.max(t0.elapsed());
+            done += 1;
+            last_step = t + t0.elapsed();
+        }
+        done < steps || t < last_step + HOTPLUG_DWELL
+    });
+    let placed = maps::read_stats().nr_offline_placements - before.nr_offline_placements;
+    eprintln!(
+        "gate hotplug: {HOTPLUG_CYCLES} cycles of cpu{hot}, slowest step {slowest:?}; rank walks \
+         skipped it {skips} times, {placed} placements on it"
+    );
+    assert_eq!(
+        online_cpus(),
+        cpus,
+        "CPU set did not return to its original state"
+    );
+    assert_eq!(placed, 0, "a placement targeted an offline CPU");
+    if nr > 2 {
+        assert!(
+            skips > 0,
+            "no rank walk met the offline cpu{hot}; the check proved nothing"
+        );
+    }
+    workload::assert_all_progressed("hotplug", &reports);
+    assert!(
+        sched.running(),
+        "scheduler died during the hotplug cycles:\n{}",
+        sched.output()
+    );
+    let complaints = kernel_complaints(&kernel_log());
+    assert!(
+        complaints.is_empty(),
+        "kernel log complaints:\n{}",
+        complaints.join("\n")
+    );
+    assert_eq!(state(), "enabled", "sched_ext left the enabled state");
+    let worst = workload::worst_gap(&reports, |_| true);
+    assert!(
+        worst < HOTPLUG_WAIT_LIMIT,
+        "a worker went {worst:?} without running (bound {HOTPLUG_WAIT_LIMIT:?}, the watchdog's \
+         half)"
+    );
+    sched.stop();
 }
+
+/// Offline/online cycles of the hotplug layer, and the time between steps: as `bench-stress`.
+const HOTPLUG_CYCLES: u32 = 10;
+const HOTPLUG_DWELL: Duration = Duration::from_secs(1);
+/// Half the 5 s watchdog: a task stranded by a hotplug step waited 4-6 s on 6.18 before the fix.
+const HOTPLUG_WAIT_LIMIT: Duration = Duration::from_millis(2500);
 
 fn run_load(cycles: u32, run: Duration) {
     require_gate_environment();

@@ -731,18 +731,52 @@ void BPF_STRUCT_OPS(pandemonium_cpu_release, s32 cpu, struct scx_cpu_release_arg
 	scx_bpf_reenqueue_local();
 }
 
-void BPF_STRUCT_OPS(pandemonium_cpu_offline, s32 cpu)
+/*
+ * Moves every task of @dsq whose runqueue is @cpu's into @cpu's local DSQ (see cpu_offline()),
+ * then restarts the DSQ's age as a dispatch that took work from it would.
+ */
+static __always_inline void evict_to_local(u64 dsq, u64 *since, s32 cpu)
 {
 	struct task_struct *p;
+	bool moved = false;
+
+	if (scx_bpf_dsq_nr_queued(dsq) <= 0)
+		return;
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		if (scx_bpf_task_cpu(p) == cpu &&
+		    scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0))
+			moved = true;
+	}
+	if (moved)
+		refresh_since(dsq, since);
+}
+
+void BPF_STRUCT_OPS(pandemonium_cpu_offline, s32 cpu)
+{
+	u32 i;
 
 	/*
-	 * Pinned user tasks waiting in this CPU's own DSQ can run nowhere else and the kernel no
-	 * longer calls dispatch() here: hand them to the local DSQ, where the kernel runs each one
-	 * long enough to push it off the dying CPU.
+	 * The kernel no longer calls dispatch() here, and on 6.18 it leaves the tasks of this
+	 * CPU's runqueue where we queued them: in our DSQs, still counted on this CPU, which
+	 * cannot finish going offline (sched_cpu_wait_empty()) until each one has left. Another
+	 * CPU pulled them only when nothing of its own was near the head of a shared DSQ, so one
+	 * could wait there past the watchdog (a hog behind other hogs, beside a CPU flipped off
+	 * and on each second). And the idle task of this CPU wakes the hotplug thread only when it
+	 * next schedules, which a pull by another CPU does not make it do: the offline then hung
+	 * for minutes. Moved into this CPU's local DSQ, each task runs here for a moment and the
+	 * kernel pushes it to an active CPU (balance_push()), as it does for the fair class, and
+	 * the last push wakes the hotplug thread. On 7.3.4 none of them is left here by now.
 	 */
-	bpf_for_each(scx_dsq, p, cpu, 0) {
-		if (p->nr_cpus_allowed == 1)
-			scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0);
+	bpf_for(i, 0, MAX_CPUS) {
+		if (i >= nr_cpu_ids_ro)
+			break;
+		evict_to_local(i, &cpu_ctx(i)->pcpu_since, cpu);
+	}
+	bpf_for(i, 0, MAX_NODES) {
+		if (i >= nr_nodes_ro)
+			break;
+		evict_to_local(node_dsq(i), &node_dsq_since[i & (MAX_NODES - 1)], cpu);
+		evict_to_local(batch_dsq(i), &batch_dsq_since[i & (MAX_NODES - 1)], cpu);
 	}
 	codel_reset_cpu(cpu);
 	if (cpu_ctx(cpu)->online && !cpu_ctx(cpu)->drain) {

@@ -29,8 +29,13 @@ fn now_ns(epoch: Instant) -> u64 {
 
 impl Progress {
     fn tick(&self, epoch: Instant) {
+        let now = now_ns(epoch);
         self.count.fetch_add(1, Ordering::Relaxed);
-        self.last_ns.store(now_ns(epoch), Ordering::Relaxed);
+        // The worker's own view of its gap: the monitor samples only every 10 ms and not at all
+        // while a layer's step (a hotplug write) blocks its thread.
+        let last = self.last_ns.swap(now, Ordering::Relaxed);
+        self.worst_gap_ns
+            .fetch_max(now.saturating_sub(last), Ordering::Relaxed);
         // SAFETY: sched_getcpu(3) has no preconditions.
         let cpu = unsafe { libc::sched_getcpu() };
         if let Some(n) = usize::try_from(cpu).ok().and_then(|c| self.on_cpu.get(c)) {
