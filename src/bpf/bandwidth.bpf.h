@@ -21,6 +21,8 @@
 u32 nr_bw_groups;
 /* The timer runs while throttled tasks wait (1), and stops itself when none do. */
 u32 bw_timer_armed;
+/* The throttled DSQ is FIFO and served by the timer alone: its age is never read. */
+u64 bw_throttled_since;
 
 struct bw_timer {
 	struct bpf_timer t;

@@ -778,6 +778,8 @@ void BPF_STRUCT_OPS(pandemonium_cpu_offline, s32 cpu)
 		evict_to_local(node_dsq(i), &node_dsq_since[i & (MAX_NODES - 1)], cpu);
 		evict_to_local(batch_dsq(i), &batch_dsq_since[i & (MAX_NODES - 1)], cpu);
 	}
+	/* A throttled task is on this runqueue too: it runs a moment over its quota, once. */
+	evict_to_local(BW_THROTTLED_DSQ, &bw_throttled_since, cpu);
 	codel_reset_cpu(cpu);
 	if (cpu_ctx(cpu)->online && !cpu_ctx(cpu)->drain) {
 		cpu_ctx(cpu)->drain = 1;
