@@ -85,7 +85,10 @@ mod tests {
             max: true,
             idle: false,
         };
-        assert!(old.describe().contains("cpu.idle ignored (needs Linux 6.19+"));
+        assert!(
+            old.describe()
+                .contains("cpu.idle ignored (needs Linux 6.19+")
+        );
         let none = CgroupSupport {
             weight: false,
             max: true,

@@ -69,7 +69,8 @@ impl<'obj> Scheduler<'obj> {
 
         let builder = BpfSkelBuilder::default();
         let mut skel = scx_ops_open!(builder, open_object, pandemonium_ops, opts.open_opts)?;
-        let cgroups = CgroupSupport::detect().context("reading sched_ext_ops from the kernel's BTF")?;
+        let cgroups =
+            CgroupSupport::detect().context("reading sched_ext_ops from the kernel's BTF")?;
         cgroups.drop_missing(skel.struct_ops.pandemonium_ops_mut());
         info!("{}", cgroups.describe());
         leave_attach_to_scx_ops_attach(&skel.maps.pandemonium_ops)?;

@@ -39,11 +39,9 @@ pub const PREEMPT: Rail = Rail::new(lim::KNOB_PREEMPT_MIN_NS, lim::KNOB_PREEMPT_
 pub const LAG_SCALE: Rail = Rail::new(lim::KNOB_LAG_SCALE_MIN, lim::KNOB_LAG_SCALE_MAX);
 /// Batch slice: 2 ms still amortises a switch and a cache refill; 80 ms is the longest any
 /// interactive task should wait behind one batch task on a saturated CPU.
-pub const BATCH_SLICE: Rail =
-    Rail::new(lim::KNOB_BATCH_SLICE_MIN_NS, lim::KNOB_BATCH_SLICE_MAX_NS);
+pub const BATCH_SLICE: Rail = Rail::new(lim::KNOB_BATCH_SLICE_MIN_NS, lim::KNOB_BATCH_SLICE_MAX_NS);
 /// Longrun slice for interactive tiers; it is a tighter cap than `slice_ns` by design.
-pub const BURST_SLICE: Rail =
-    Rail::new(lim::KNOB_BURST_SLICE_MIN_NS, lim::KNOB_BURST_SLICE_MAX_NS);
+pub const BURST_SLICE: Rail = Rail::new(lim::KNOB_BURST_SLICE_MIN_NS, lim::KNOB_BURST_SLICE_MAX_NS);
 /// Classifier score thresholds (BPF's score is wakeups x switches per ~1 ms of runtime).
 pub const LAT_CRI_HIGH: Rail = Rail::new(lim::KNOB_LAT_CRI_HIGH_MIN, lim::KNOB_LAT_CRI_HIGH_MAX);
 pub const LAT_CRI_LOW: Rail = Rail::new(lim::KNOB_LAT_CRI_LOW_MIN, lim::KNOB_LAT_CRI_LOW_MAX);
