@@ -263,9 +263,10 @@ fn layer_errors() {
     assert!(wait_state("disabled", Duration::from_secs(10)));
 }
 
-/// Behavior decides the tier: a CPU hog ends BATCH, a 1 ms sleeper that runs 50 us ends
-/// LAT_CRITICAL or INTERACTIVE, and a compositor's name makes it LAT_CRITICAL even as a hog. The
-/// verdicts are read from the scheduler's task_profiles BPF map.
+/// Behavior decides the tier: a CPU hog ends BATCH, named like a compositor or not, a 1 ms sleeper
+/// that runs 50 us ends LAT_CRITICAL or INTERACTIVE, and a compositor's name lifts a slow sleeper
+/// (4 wakes a second, 1 ms each: an INTERACTIVE score) to LAT_CRITICAL. The verdicts are read from
+/// the scheduler's task_profiles BPF map.
 fn layer_classify() {
     require_gate_environment();
     let mut sched = SchedulerProc::start(&[]);
@@ -282,7 +283,17 @@ fn layer_classify() {
             Duration::from_millis(1),
             Duration::from_micros(50),
         )
-        .named_hog("gamescope");
+        .named_hog("gamescope")
+        .sleeper(
+            "gamescope-wl",
+            Duration::from_millis(250),
+            Duration::from_millis(1),
+        )
+        .sleeper(
+            "gate-slow",
+            Duration::from_millis(250),
+            Duration::from_millis(1),
+        );
     let mut verdict = None;
     let deadline = Duration::from_secs(40);
     // Every 500 ms by the clock: the callback's own period stretches under a loaded TCG host,
@@ -293,10 +304,18 @@ fn layer_classify() {
             next_look = t + Duration::from_millis(500);
             let prof = maps::read_profiles();
             let tier = |c: &str| prof.get(c).and_then(|e| Tier::from_u8(e.tier));
-            let got = (tier("gate-hog"), tier("gate-sleeper"), tier("gamescope"));
+            let got = (
+                tier("gate-hog"),
+                tier("gate-sleeper"),
+                tier("gamescope"),
+                tier("gamescope-wl"),
+                tier("gate-slow"),
+            );
             if got.0 == Some(Tier::Batch)
                 && matches!(got.1, Some(Tier::LatCritical | Tier::Interactive))
-                && got.2 == Some(Tier::LatCritical)
+                && got.2 == Some(Tier::Batch)
+                && got.3 == Some(Tier::LatCritical)
+                && matches!(got.4, Some(Tier::LatCritical | Tier::Interactive))
             {
                 verdict = Some((t, prof));
             }
@@ -304,7 +323,13 @@ fn layer_classify() {
         verdict.is_none() && t < deadline
     });
     let prof = maps::read_profiles();
-    for name in ["gate-hog", "gate-sleeper", "gamescope"] {
+    for name in [
+        "gate-hog",
+        "gate-sleeper",
+        "gamescope",
+        "gamescope-wl",
+        "gate-slow",
+    ] {
         eprintln!("gate classify: {name:>12}: {:?}", prof.get(name));
     }
     let (t, _) = verdict.unwrap_or_else(|| panic!("classification not reached in {deadline:?}"));

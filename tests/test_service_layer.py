@@ -399,7 +399,7 @@ def test_the_game_runs_unprivileged_and_frame_paced():
 
 
 def test_the_boost_line_and_the_games_pid():
-    line = "pandemonium: gaming: game 570: every thread LAT_CRITICAL in 812 (reaper), 813 (python3)"
+    line = "pandemonium: gaming: game 570: threads LAT_CRITICAL while interactive in 812 (reaper), 813 (python3)"
     assert re.search(guest.boost_pattern(813), line)
     assert re.search(guest.boost_pattern(812), line)
     assert not re.search(guest.boost_pattern(13), line)

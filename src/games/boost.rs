@@ -130,7 +130,7 @@ impl Boost {
             lines.push((
                 Level::Info,
                 format!(
-                    "gaming: game {game}: every thread LAT_CRITICAL in {}",
+                    "gaming: game {game}: threads LAT_CRITICAL while interactive in {}",
                     procs.join(", ")
                 ),
             ));
@@ -243,11 +243,11 @@ mod tests {
             [
                 (
                     Level::Info,
-                    "gaming: game 42: every thread LAT_CRITICAL in 20 (g20)".into()
+                    "gaming: game 42: threads LAT_CRITICAL while interactive in 20 (g20)".into()
                 ),
                 (
                     Level::Info,
-                    "gaming: game 730: every thread LAT_CRITICAL in 10 (g10), 11 (g11)".into()
+                    "gaming: game 730: threads LAT_CRITICAL while interactive in 10 (g10), 11 (g11)".into()
                 ),
             ]
         );
@@ -288,7 +288,7 @@ mod tests {
             lines,
             [(
                 Level::Info,
-                "gaming: game 730: every thread LAT_CRITICAL in 50 (g50)".into()
+                "gaming: game 730: threads LAT_CRITICAL while interactive in 50 (g50)".into()
             )]
         );
         // Entries nobody accounts for (a removal that failed) go too.

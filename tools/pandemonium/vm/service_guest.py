@@ -352,7 +352,7 @@ def game_command() -> list[str]:
 
 def boost_pattern(pid: int) -> str:
     """The daemon's line for a game process (src/games/boost.rs)."""
-    return rf"gaming: game {STEAM_APP_ID}: every thread LAT_CRITICAL in (.*, )?{pid} \("
+    return rf"gaming: game {STEAM_APP_ID}: threads LAT_CRITICAL while interactive in (.*, )?{pid} \("
 
 
 def children_of(pid: int, stats: dict[int, bytes]) -> list[int]:
