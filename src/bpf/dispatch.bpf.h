@@ -69,8 +69,8 @@ static __always_inline bool move_shared_near(u64 dsq, u64 *since, s32 cpu)
 			break;
 		/*
 		 * Only a task as due as the head: a light task waits far behind in vtime (a nice 19
-		 * one 272 ms after one tick), and taken here for its cache it got 1/7 of a nice 0
-		 * task's CPU instead of 1/68.
+		 * one 272 ms after one tick), and taking it here for its cache would hand it the
+		 * CPU its weight does not buy.
 		 */
 		if (seen == 1)
 			head = p->scx.dsq_vtime;

@@ -24,7 +24,7 @@ enum pandemonium_consts {
 	MAX_NODES = 64,
 	/* TASK_COMM_LEN: compositor and procdb keys are kernel comm names. */
 	COMM_LEN = 16,
-	/* Processes of the foreground game the daemon boosts at once (gaming mode, src/games.rs). */
+	/* Processes of the foreground game the daemon boosts at once (gaming mode, src/games/). */
 	MAX_GAME_PROCS = 1024,
 	NR_LAT_BUCKETS = 32,
 	NR_SLEEP_BUCKETS = 32,

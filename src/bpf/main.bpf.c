@@ -387,11 +387,10 @@ static __always_inline void trace_slow_wait(struct task_struct *p, struct task_c
 
 /*
  * The virtual clock follows the tasks that start running, but by at most a batch slice per start.
- * A light task runs far ahead of the clock (a nice 19 task's one tick costs 68 ticks of vtime),
- * and when the wait bound ran one, the clock jumped to it: every other task's lag floor jumped
- * with it, the other light tasks' banked charges were forgiven, and nice 19 took a fifth of
- * nice 0's CPU instead of 1/68. Heavier tasks start within a slice of the clock and move it as
- * before.
+ * A light task runs far ahead of the clock (a nice 19 task's one tick costs 68 ticks of vtime):
+ * had the clock jumped to it when it ran, every other task's lag floor would jump with it and
+ * the other light tasks' banked charges would be forgiven. Heavier tasks start within a slice
+ * of the clock and move it as before.
  */
 static __always_inline void advance_vtime_now(u64 v)
 {

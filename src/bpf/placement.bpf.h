@@ -34,8 +34,7 @@ static __always_inline u64 task_vtime(struct task_struct *p, const struct task_c
 					     : awake_lag_cap(tctx, tp);
 	/*
 	 * The ceiling is in the task's own vtime units: a nice 19 task is charged 68x a nice 0
-	 * one's vtime for the same run, so a ceiling common to both clipped that charge and gave
-	 * nice 19 a quarter of nice 0's CPU instead of 1/68.
+	 * one's vtime for the same run, and a ceiling common to both clipped that charge.
 	 */
 	u64 ceiling = charge_vtime(tp->vtime_ceiling_ns, tctx->weight);
 

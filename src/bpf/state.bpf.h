@@ -57,7 +57,7 @@ struct {
 
 /*
  * tgid -> 1: the processes of a game Steam launched, every thread LAT_CRITICAL. Filled by the
- * daemon in gaming mode alone (src/games.rs); empty otherwise.
+ * daemon in gaming mode alone (src/games/); empty otherwise.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The `gaming` layer: `--mode gaming` finds the processes of a game Steam launched
-//! (src/games.rs: `SteamGameId` in the environment, as Steam starts games) and serves their
+//! (src/games/: `SteamGameId` in the environment, as Steam starts games) and serves their
 //! wakeups first, but gives them no more CPU time than their share (issue #31: game frames come
 //! from latency, not from starving a build).
 //!
