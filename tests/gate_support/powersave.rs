@@ -2,19 +2,19 @@
 //! The `powersave` layer: under `--mode powersave` a waking task whose CPU is busy with a
 //! non-BATCH runner queues there instead of waking an idle core (BPF `pack_on_busy()`); auto lets
 //! it take the idle core. Light periodic workers (2 ms asleep, 300 us of work, 2 per CPU: about a
-//! quarter of the machine) wake into each other all the time. Under powersave they must migrate
-//! at most MAX_RATIO times as often as under auto. 6.18, tcg-single: powersave without packing
-//! migrated 0.93-0.98x auto's count on 2 vCPUs and 0.84x on 4; with it 0.41-0.51x and
-//! 0.52-0.67x. BPF's nr_packed must count packed wakeups under powersave and none under auto.
-//! Also printed: how
-//! often the CPUs went idle (sched_goidle in /proc/schedstat), the count a package's idle states
-//! follow.
+//! quarter of the machine) wake into each other all the time. BPF's nr_packed must count packed
+//! wakeups under powersave, at least MIN_PACKED_PER_WORKER_S per worker and second, and none
+//! under auto. Migrations are printed and held to MAX_RATIO of auto's: the same build's ratio
+//! ranged from 0.41x to 1.10x between runs on a loaded 2-core TCG host, so a tighter bound
+//! failed builds with packing working (and without it). Also printed: how often the CPUs went
+//! idle (sched_goidle in /proc/schedstat), the count a package's idle states follow.
 
 use super::workload::Mix;
 use super::*;
 
 const WORKERS_PER_CPU: usize = 2;
-const MAX_RATIO: f64 = 0.8;
+const MAX_RATIO: f64 = 1.25;
+const MIN_PACKED_PER_WORKER_S: u64 = 10;
 const RUN: Duration = Duration::from_secs(8);
 const PREFIX: &str = "pack-";
 const SCHEDSTATS: &str = "/proc/sys/kernel/sched_schedstats";
@@ -103,7 +103,13 @@ pub fn layer_powersave() {
         save.2
     );
     assert_eq!(auto.2, 0, "auto packed wakeups");
-    assert!(save.2 > 0, "powersave packed no wakeup");
+    let min_packed =
+        MIN_PACKED_PER_WORKER_S * (WORKERS_PER_CPU * online_cpus().len()) as u64 * RUN.as_secs();
+    assert!(
+        save.2 >= min_packed,
+        "powersave packed {} wakeups, under {min_packed}",
+        save.2
+    );
     assert!(
         auto.0 >= 20,
         "auto migrated the workers only {} times: the load does not collide",
