@@ -162,9 +162,22 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
 				      struct tuning_knobs *k, struct topo_params *tp)
 {
 	struct task_ctx *tctx;
+	u64 now = bpf_ktime_get_ns(), ran;
 
 	if (!k || !(prev->scx.flags & SCX_TASK_QUEUED) || !(tctx = task_ctx(prev)) ||
-	    tctx->tier == TIER_BATCH || scx_bpf_dsq_nr_queued(cpu) > 0 ||
+	    tctx->tier == TIER_BATCH || !may_keep_running(tctx, now))
+		return false;
+	ran = tctx->last_run_at ? now - tctx->last_run_at : 0;
+	/*
+	 * A kept task is neither classified nor charged until it stops, so a burst past the
+	 * CPU-bound mark, or past the share its weight buys, goes back to be judged and queued by
+	 * vtime: kept whenever only BATCH work waited, a new busy loop stayed INTERACTIVE and ran
+	 * ahead of every BATCH task, whatever its nice.
+	 */
+	if (tctx->awake_runtime + ran > cpu_bound_thresh_ns(k) ||
+	    outran_share(prev, charge_vtime(ran, tctx->weight), tp))
+		return false;
+	if (scx_bpf_dsq_nr_queued(cpu) > 0 ||
 	    scx_bpf_dsq_nr_queued(node_dsq(node)) > 0 ||
 	    rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, k->preempt_thresh_ns,
 		      tp) >= 0)
@@ -177,8 +190,7 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
 	 * EEVDF's against 0.10x before this task was kept).
 	 */
 	cpu_ctx(cpu)->run_deadline = prev->scx.dsq_vtime + prev->scx.slice +
-		charge_vtime(tctx->last_run_at ? bpf_ktime_get_ns() - tctx->last_run_at : 0,
-			     tctx->weight);
+		charge_vtime(ran, tctx->weight);
 	STAT_INC(nr_keep_running);
 	return true;
 }

@@ -10,9 +10,9 @@
 #include "weight.bpf.h"
 #include "classify.bpf.h"
 #include "placement.bpf.h"
+#include "bandwidth.bpf.h"
 #include "codel.bpf.h"
 #include "dispatch.bpf.h"
-#include "bandwidth.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -225,6 +225,9 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 
 	if (!tctx || !k || !tp) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, SCX_SLICE_DFL, enq_flags);
+		/* The CPU is going idle past this task (SCX_ENQ_LAST): it must look again. */
+		if (enq_flags & SCX_ENQ_LAST)
+			kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
 	/* Only the select_cpu() of this very wakeup may have set it. */
@@ -238,6 +241,22 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 
 	slice = task_slice(tctx, k);
 	vtime = task_vtime(p, tctx, enq_flags, k, tp);
+
+	/*
+	 * cpu.max binds every task of the group, pinned ones too (kernel threads live in the root).
+	 * SCX_ENQ_LAST: dispatch() found nothing else for this CPU and did not renew this task's
+	 * slice, which it does only for a group over quota.
+	 */
+	if (nr_bw_groups && !(p->flags & PF_KTHREAD) && !is_migration_disabled(p) &&
+	    (until = bw_throttled_until(tctx->cgid, bpf_ktime_get_ns()))) {
+		bw_park(p, tctx, until, slice, vtime, enq_flags);
+		return;
+	}
+	if (enq_flags & SCX_ENQ_LAST) {
+		insert_local(p, tctx, cpu, slice, enq_flags);
+		kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
 
 	/*
 	 * A task that can run on one CPU only waits for that CPU alone. Kernel threads (ksoftirqd,
@@ -264,11 +283,6 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 		insert_pcpu(p, tctx, cpu, slice, vtime, enq_flags);
-		return;
-	}
-
-	if (nr_bw_groups && (until = bw_throttled_until(tctx->cgid, bpf_ktime_get_ns()))) {
-		bw_park(p, tctx, until, slice, vtime, enq_flags);
 		return;
 	}
 
@@ -313,7 +327,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	 * BATCH for MATURE_SAMPLES slices (note_stop()): a program started during a build must not
 	 * queue behind the build.
 	 */
-	if (tctx->tier == TIER_BATCH) {
+	if (tctx->tier == TIER_BATCH || outran_share(p, 0, tp)) {
 		insert_batch(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
 		return;
 	}
@@ -330,9 +344,12 @@ void BPF_STRUCT_OPS(pandemonium_dispatch, s32 cpu, struct task_struct *prev)
 
 	STAT_INC(nr_dispatches);
 	step = dispatch_waterfall(cpu, prev);
-	/* 7: nothing queued anywhere; let the previous task keep the CPU if it still wants it. */
+	/*
+	 * 7: nothing queued anywhere; let the previous task keep the CPU if it still wants it and
+	 * its group has quota left (else it reaches enqueue() with SCX_ENQ_LAST and is parked).
+	 */
 	if (step == DISP_NONE && prev && (prev->scx.flags & SCX_TASK_QUEUED) && (k = knobs()) &&
-	    (tctx = task_ctx(prev))) {
+	    (tctx = task_ctx(prev)) && may_keep_running(tctx, bpf_ktime_get_ns())) {
 		prev->scx.slice = task_slice(tctx, k);
 		STAT_INC(nr_keep_running);
 		step = DISP_KEEP_RUNNING;
@@ -856,5 +873,6 @@ SCX_OPS_DEFINE(pandemonium_ops,
 	       .cpu_offline = (void *)pandemonium_cpu_offline,
 	       .init = (void *)pandemonium_init,
 	       .exit = (void *)pandemonium_exit,
+	       .flags = SCX_OPS_ENQ_LAST,
 	       .timeout_ms = 5000,
 	       .name = "pandemonium");

@@ -47,6 +47,21 @@ static __always_inline u64 task_vtime(struct task_struct *p, const struct task_c
 }
 
 /*
+ * Has the task run past what its weight buys? Its vtime (with @pending, the charge of a run not
+ * yet stopped) is more than the lag cap ahead of the clock. The interactive tiers go before BATCH
+ * work only while they have not: a task that behaves interactively sleeps and stays near the
+ * clock, so this takes nothing from it, but a new busy loop (INTERACTIVE until classified, or
+ * LAT_CRITICAL for a dozen slices after a short first sleep) ran ahead of every BATCH task
+ * whatever its nice or cgroup weight: nice 19 loops took 10x their share for their first two
+ * seconds beside nice 0 ones. Past the cap it queues with the BATCH work, in vtime order.
+ */
+static __always_inline bool outran_share(const struct task_struct *p, u64 pending,
+					 const struct topo_params *tp)
+{
+	return time_before(vtime_now + tp->lag_cap_ns, p->scx.dsq_vtime + pending);
+}
+
+/*
  * LAT_CRITICAL gets 1.5x and INTERACTIVE 2x its average burst, so it can finish a burst in one
  * go but cannot sit on a CPU; both are capped by slice_ns. Immature tasks get the cap until their
  * average means something. BATCH gets the long batch slice that throughput wants.
