@@ -37,8 +37,8 @@ struct Cli {
     /// What to favour: auto, gaming, lowlatency, powersave or server (scx_loader's modes).
     ///
     /// auto (the default): the adaptive loop's own tuning. gaming: gamescope's and wineserver's
-    /// threads always LAT_CRITICAL, longer interactive slices, background work preempted
-    /// sooner. lowlatency: half the slices and preemption delay. powersave: doubled slices, work
+    /// threads LAT_CRITICAL while they run in frame-paced bursts, longer interactive slices,
+    /// background work preempted sooner. lowlatency: half the slices and preemption delay. powersave: doubled slices, work
     /// kept on cache-near CPUs rather than waking idle ones. server: throughput, doubled batch
     /// slices, less preemption. The adaptive loop tunes around the mode and never leaves its
     /// rails; the startup log prints the knobs. scx_loader's spellings (LowLatency, PowerSave)
@@ -54,8 +54,10 @@ struct Cli {
     #[arg(long)]
     autopower: bool,
 
-    /// Always treat processes with this name (comm, at most 15 bytes) as LAT_CRITICAL, in
-    /// addition to the built-in compositor list. Repeatable.
+    /// Treat processes with this name (comm, at most 15 bytes) as compositors, in addition to
+    /// the built-in list: LAT_CRITICAL while they behave interactively (short bursts between
+    /// sleeps). A name buys nothing more: one that runs CPU-bound is BATCH and gets its weight's
+    /// share like any other task. Repeatable.
     #[arg(long = "compositor", value_name = "NAME", value_parser = compositor::parse_name)]
     compositors: Vec<String>,
 

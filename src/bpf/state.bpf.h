@@ -47,7 +47,7 @@ U32_ARRAY_MAP(stats_map, BPF_MAP_TYPE_PERCPU_ARRAY, struct pandemonium_stats, 1)
 U32_ARRAY_MAP(hist_map, BPF_MAP_TYPE_PERCPU_ARRAY, struct pandemonium_hist, 1);
 U32_ARRAY_MAP(affinity_rank, BPF_MAP_TYPE_ARRAY, struct affinity_row, MAX_CPUS);
 
-/* comm -> 1: processes that are always LAT_CRITICAL (compositors). Filled by the daemon. */
+/* comm -> 1: compositors, LAT_CRITICAL while they behave interactively. Filled by the daemon. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 256);

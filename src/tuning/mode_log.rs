@@ -94,7 +94,7 @@ pub fn startup_lines(mode: Mode, adaptive: bool) -> Vec<String> {
     }
     if !p.compositors.is_empty() {
         lines.push(format!(
-            "mode {mode}: also always LAT_CRITICAL: {}",
+            "mode {mode}: also compositors (LAT_CRITICAL while interactive): {}",
             p.compositors.join(", ")
         ));
     }

@@ -5,6 +5,8 @@
 //! - cgroup v2 cpu.weight 100 against 300;
 //! - nested weights: 100/100, one side split 1:4 again;
 //! - cpu.max "50000 100000" (half a CPU) on a group with hogs on every CPU;
+//! - cpu.max "20000 100000" on one hog alone on an idle machine, where nothing else would take
+//!   its CPU;
 //! - SCHED_IDLE hogs beside plain ones;
 //! - nice 0 against nice 19.
 //!
@@ -28,6 +30,8 @@ const WEIGHT_TOL: f64 = 0.10;
 const NESTED_TOL: f64 = 0.05;
 /// cpu.max "50000 100000": 0.5 CPU within this fraction.
 const MAX_TOL: f64 = 0.10;
+/// cpu.max "20000 100000" on a lone hog: 0.2 CPU within this fraction.
+const ALONE_TOL: f64 = 0.15;
 /// The unlimited group beside the capped one gets at least this fraction of what the cap
 /// leaves.
 const REST_FLOOR: f64 = 0.85;
@@ -48,6 +52,8 @@ struct Figures {
     /// CPUs' worth of time of the capped group, and of the unlimited one beside it.
     max_cpus: f64,
     rest_cpus: f64,
+    /// CPUs' worth of time of one hog in a group capped at 0.2 CPU, with nothing else to run.
+    alone_cpus: f64,
     /// Plain hogs' share of the hogs' CPU time beside SCHED_IDLE hogs.
     idle_plain_share: f64,
     /// Mean nice 0 hog's CPU time over the mean nice 19 hog's, whole window and its halves.
@@ -126,6 +132,15 @@ fn bandwidth() -> (f64, f64) {
     (u[0] as f64 / wall, u[1] as f64 / wall)
 }
 
+fn bandwidth_alone() -> f64 {
+    let mut capped = Group::new(None, "gate-max-alone");
+    capped
+        .set("cpu.max", "20000 100000")
+        .spawn_hogs(1, "gate-max-alone");
+    let (u, took) = usage(&[&capped], WINDOW / 2);
+    u[0] as f64 / took.as_nanos() as f64
+}
+
 fn sched_idle() -> f64 {
     let n = 2 * per_cpu();
     let mut hogs = Hogs::new();
@@ -178,6 +193,8 @@ fn measure_all(who: &str) -> Figures {
     eprintln!("gate admin: {who}: nested weights done");
     let (max_cpus, rest_cpus) = bandwidth();
     eprintln!("gate admin: {who}: cpu.max done");
+    let alone_cpus = bandwidth_alone();
+    eprintln!("gate admin: {who}: cpu.max alone done");
     let idle_plain_share = sched_idle();
     eprintln!("gate admin: {who}: SCHED_IDLE done");
     let (nice_ratio, nice_halves) = nice();
@@ -187,6 +204,7 @@ fn measure_all(who: &str) -> Figures {
         nested,
         max_cpus,
         rest_cpus,
+        alone_cpus,
         idle_plain_share,
         nice_ratio,
         nice_halves,
@@ -233,6 +251,10 @@ fn report(e: &Figures, o: &Figures) {
         e.max_cpus,
         o.rest_cpus,
         e.rest_cpus
+    );
+    eprintln!(
+        "gate admin: cpu.max 20000 100000 on a lone hog: ours {:.3} CPU (EEVDF {:.3})",
+        o.alone_cpus, e.alone_cpus
     );
     eprintln!(
         "gate admin: SCHED_IDLE: plain hogs' share ours {:.3} (EEVDF {:.3}; bar {IDLE_FLOOR})",
@@ -288,6 +310,14 @@ fn judge(e: &Figures, o: &Figures) -> Vec<String> {
             "the unlimited group beside the capped one got {:.2} CPUs, under {REST_FLOOR} x {:.1}",
             o.rest_cpus,
             n - 0.5
+        ),
+    );
+    check(
+        (o.alone_cpus / 0.2 - 1.0).abs() <= ALONE_TOL,
+        format!(
+            "cpu.max 20000 100000 on a lone hog gave {:.3} CPU, not 0.2 +-{:.0} %",
+            o.alone_cpus,
+            ALONE_TOL * 100.0
         ),
     );
     check(
@@ -348,17 +378,6 @@ pub fn layer_admin() {
     for miss in judge(&eevdf, &eevdf) {
         eprintln!("gate admin: EEVDF itself misses: {miss}");
     }
-    let (known, failed): (Vec<String>, Vec<String>) =
-        judge(&eevdf, &ours).into_iter().partition(|f| {
-            online_cpus().len() > 2 && KNOWN_MISSES_ABOVE_2_CPUS.iter().any(|k| f.starts_with(k))
-        });
-    for miss in &known {
-        eprintln!("gate admin: KNOWN MISS above 2 CPUs (README Known problems): {miss}");
-    }
+    let failed = judge(&eevdf, &ours);
     assert!(failed.is_empty(), "gate admin:\n{}", failed.join("\n"));
 }
-
-/// Bars ours meets at 2 vCPUs on both kernels but not yet at 4 (cpu.max let the capped group run
-/// ~1 CPU, nice 0/19 read 15 against EEVDF's 74): printed, not asserted there, until fixed. Every
-/// other bar holds at every size.
-const KNOWN_MISSES_ABOVE_2_CPUS: &[&str] = &["cpu.max", "the unlimited group", "nice 0/19"];
