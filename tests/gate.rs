@@ -581,6 +581,12 @@ fn starvation() {
 
 #[test]
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn wait_bound() {
+    stall::layer_wait_bound();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn errors() {
     layer_errors();
 }
@@ -647,6 +653,8 @@ fn full_gate() {
     eprintln!("gate full_gate: contention passed");
     stall::layer_starvation();
     eprintln!("gate full_gate: starvation passed");
+    stall::layer_wait_bound();
+    eprintln!("gate full_gate: wait_bound passed");
 }
 
 /// `-d`: the BPF program reports waits longer than the overflow rescue age on the trace pipe, and

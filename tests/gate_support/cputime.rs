@@ -71,7 +71,7 @@ impl HogSpec {
 }
 
 /// Applies `spec`'s nice and policy to the calling thread.
-fn apply(spec: &HogSpec) -> Result<(), String> {
+pub fn apply(spec: &HogSpec) -> Result<(), String> {
     // SAFETY: gettid, setpriority and sched_setscheduler act on the calling thread only and
     // take plain values and a pointer to a local.
     unsafe {

@@ -2,6 +2,7 @@
 //! Workloads for the gate. Every worker counts its progress and stamps when it last made some, so
 //! a monitor can report the worst time any worker went without running.
 
+use super::cputime::{HogSpec, apply};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
@@ -101,16 +102,21 @@ impl Mix {
     /// `n` busy loops that never sleep.
     pub fn hogs(&mut self, n: usize) -> &mut Self {
         for i in 0..n {
-            self.spawn(format!("hog{i}"), |p, stop, epoch| {
-                let mut x = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..20_000 {
-                        x = std::hint::black_box(
-                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
-                        );
-                    }
-                    p.tick(epoch);
+            self.spawn(format!("hog{i}"), spin);
+        }
+        self
+    }
+
+    /// `n` busy loops named `spec.name`N that first take `spec`'s nice and policy (SCHED_IDLE,
+    /// nice 19: what an administrator gives background work).
+    pub fn light_hogs(&mut self, n: usize, spec: &HogSpec) -> &mut Self {
+        for i in 0..n {
+            let spec = spec.clone();
+            self.spawn(format!("{}{i}", spec.name), move |p, stop, epoch| {
+                if let Err(e) = apply(&spec) {
+                    panic!("{e}");
                 }
+                spin(p, stop, epoch)
             });
         }
         self
@@ -123,15 +129,7 @@ impl Mix {
         for i in 0..n {
             self.spawn(format!("late-hog{i}"), move |p, stop, epoch| {
                 std::thread::sleep(after);
-                let mut x = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..20_000 {
-                        x = std::hint::black_box(
-                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
-                        );
-                    }
-                    p.tick(epoch);
-                }
+                spin(p, stop, epoch)
             });
         }
         self
@@ -155,15 +153,7 @@ impl Mix {
 
     /// A named busy loop (thread names become the kernel's comm).
     pub fn named_hog(&mut self, name: &str) -> &mut Self {
-        self.spawn(name.into(), |p, stop, epoch| {
-            let mut x = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                for _ in 0..20_000 {
-                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-                }
-                p.tick(epoch);
-            }
-        });
+        self.spawn(name.into(), spin);
         self
     }
 
@@ -244,6 +234,17 @@ impl Mix {
                 worst_gap: Duration::from_nanos(w.worst_gap_ns.load(Ordering::Relaxed)),
             })
             .collect()
+    }
+}
+
+/// A busy loop that counts its progress until told to stop.
+fn spin(p: Arc<Progress>, stop: Arc<AtomicBool>, epoch: Instant) {
+    let mut x = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..20_000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        p.tick(epoch);
     }
 }
 
