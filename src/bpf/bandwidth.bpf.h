@@ -78,35 +78,45 @@ static __always_inline bool may_keep_running(const struct task_ctx *tctx, u64 no
 	return !nr_bw_groups || !tctx->cgid || !bw_throttled_until(tctx->cgid, now);
 }
 
-/* @ns of CPU time, charged to each limited group from @id up. */
-static __always_inline void bw_charge(u64 id, u64 ns, u64 now)
+/*
+ * @ns of CPU time, charged to each limited group from @id up, in the same walk that says until
+ * when the group stays throttled (0: it may run on), as bw_throttled_until() would.
+ */
+static __always_inline u64 bw_charge(u64 id, u64 ns, u64 now)
 {
 	struct cg_ctx *c;
+	u64 until = 0, end;
 	u32 i;
 
-	if (!nr_bw_groups || !ns)
-		return;
+	if (!nr_bw_groups)
+		return 0;
 	bpf_for(i, 0, CG_MAX_DEPTH) {
 		c = cg_lookup(id);
 		if (!c)
-			return;
+			break;
 		if (c->bw_quota_ns) {
 			bw_refresh(c, now);
-			if (__sync_add_and_fetch(&c->bw_used, ns) >= c->bw_quota_ns)
+			if (ns && __sync_add_and_fetch(&c->bw_used, ns) >= c->bw_quota_ns)
 				c->throttled = 1;
+			end = c->bw_period_at + c->bw_period_ns;
+			if (c->throttled && end > until)
+				until = end;
 		}
 		id = c->parent_id;
 	}
+	return until;
 }
 
-/* running(), tick(), stopping(): what the task ran since it was last charged. */
-static __always_inline void bw_charge_task(struct task_ctx *tctx, u64 now)
+/*
+ * tick(), stopping(): what the task ran since it was last charged (running() sets the mark).
+ * Returns the end of the period its group stays throttled to, 0 if none.
+ */
+static __always_inline u64 bw_charge_task(struct task_ctx *tctx, u64 now)
 {
 	u64 at = tctx->bw_at;
 
 	tctx->bw_at = now;
-	if (at && now > at)
-		bw_charge(tctx->cgid, now - at, now);
+	return bw_charge(tctx->cgid, at && now > at ? now - at : 0, now);
 }
 
 static __always_inline void bw_set(struct cg_ctx *c, u64 period_us, u64 quota_us)

@@ -544,12 +544,9 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 		update_longrun(tp, now);
 		codel_step(tp);
 	}
-	if (tctx && nr_bw_groups && tctx->cgid) {
-		bw_charge_task(tctx, now);
-		if (bw_throttled_until(tctx->cgid, now)) {
-			p->scx.slice = 0;
-			return;
-		}
+	if (tctx && nr_bw_groups && tctx->cgid && bw_charge_task(tctx, now)) {
+		p->scx.slice = 0;
+		return;
 	}
 	if (!tctx || !k || !tp || tctx->tier != TIER_BATCH)
 		return;

@@ -108,7 +108,9 @@ impl Mix {
     }
 
     /// `n` busy loops named `spec.name`N that first take `spec`'s nice and policy (SCHED_IDLE,
-    /// nice 19: what an administrator gives background work).
+    /// nice 19: what an administrator gives background work). They count progress 20x as
+    /// often as the others: such a loop runs a short slice per turn, and a count that needs
+    /// more than one turn reads two waits as one gap.
     pub fn light_hogs(&mut self, n: usize, spec: &HogSpec) -> &mut Self {
         for i in 0..n {
             let spec = spec.clone();
@@ -116,7 +118,7 @@ impl Mix {
                 if let Err(e) = apply(&spec) {
                     panic!("{e}");
                 }
-                spin(p, stop, epoch)
+                spin_by(p, stop, epoch, SPIN_ITERS / 20)
             });
         }
         self
@@ -237,11 +239,18 @@ impl Mix {
     }
 }
 
+/// Iterations of a busy loop between two progress counts.
+const SPIN_ITERS: u32 = 20_000;
+
 /// A busy loop that counts its progress until told to stop.
 fn spin(p: Arc<Progress>, stop: Arc<AtomicBool>, epoch: Instant) {
+    spin_by(p, stop, epoch, SPIN_ITERS)
+}
+
+fn spin_by(p: Arc<Progress>, stop: Arc<AtomicBool>, epoch: Instant, iters: u32) {
     let mut x = 0u64;
     while !stop.load(Ordering::Relaxed) {
-        for _ in 0..20_000 {
+        for _ in 0..iters {
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
         }
         p.tick(epoch);
