@@ -177,8 +177,8 @@ static int bw_timer_fn(void *map, int *key, struct bpf_timer *timer)
 			continue;
 		/*
 		 * A group still paying back an overrun stays throttled into the next period. Released
-		 * anyway, every parked task ran until its next tick before it was parked again: at 4
-		 * vCPUs a group capped at 0.2 CPU ran 0.6-0.9.
+		 * anyway, every parked task would run until its next tick before being parked again,
+		 * once a period: with many tasks, far past the quota.
 		 */
 		if (t && (until = bw_throttled_until(t->cgid, now))) {
 			t->bw_until = until;

@@ -205,8 +205,8 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
  * most one task, so the bound holds while fewer than 1 / WAIT_SCAN_NS tasks a second per node
  * outwait it. With a batch slice (80 ms at most) before the next dispatch, no runnable task waits
  * longer than about 2.1 s. Each rescue runs a task out of vtime order, so the bound is kept well
- * above a light task's ordinary wait: at 1 s it gave nice 19 loops beside 2 nice 0 ones per CPU
- * 2.5x their share at 4 vCPUs (their turns come ~2 s apart there, as under EEVDF).
+ * above a light task's ordinary wait (a nice 19 loop beside a few nice 0 ones per CPU waits
+ * seconds between turns under EEVDF too), or the rescues would become its share.
  */
 #define MAX_WAIT_NS (2000 * MSEC_NS)
 #define WAIT_SCAN_NS (20 * MSEC_NS)

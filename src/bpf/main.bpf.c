@@ -166,14 +166,14 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 }
 
 /*
- * Tier 2: a waking (or new) task that is not BATCH takes a CPU from a BATCH task right away,
- * the one it last ran on first, else the nearest by R_eff: under saturation an interactive
- * wakeup gets a CPU within one context switch, which is all the idle floor allows. Waiting for
- * a tick or a BATCH slice to end was the 4-5x cyclictest gap to EEVDF. With no BATCH runner in
- * reach, it takes the CPU of a runner whose deadline comes after its own: a fork storm keeps
- * every CPU busy with short INTERACTIVE tasks, and a periodic task queued behind them waited
- * for the next tick (4 ms at HZ=250) where EEVDF preempts at once (2x EEVDF's P99 in the
- * gate's responsiveness layer).
+ * Placement by preemption: a waking (or new) task that is not BATCH takes a CPU from a BATCH task
+ * right away, the one it last ran on first, else the nearest by R_eff: under saturation an
+ * interactive wakeup gets a CPU within one context switch, which is all the idle floor allows.
+ * Waiting for a tick or a BATCH slice to end was the 4-5x cyclictest gap to EEVDF. With no BATCH
+ * runner in reach, it takes the CPU of a runner whose deadline comes after its own: a fork storm
+ * keeps every CPU busy with short INTERACTIVE tasks, and a periodic task queued behind them waited
+ * for the next tick (4 ms at HZ=250) where EEVDF preempts at once (2x EEVDF's P99 in the gate's
+ * responsiveness layer).
  */
 static __always_inline s32 claim_victim(struct task_struct *p, s32 cpu, u64 deadline,
 					struct topo_params *tp)
@@ -287,8 +287,8 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	/*
-	 * Tier 1: an idle CPU exists and is claimed: the task goes straight to it. On a hybrid
-	 * machine the size the tier wants comes before cache affinity.
+	 * Placement on an idle CPU: one exists and is claimed, and the task goes straight to it.
+	 * On a hybrid machine the size the tier wants comes before cache affinity.
 	 */
 	idle = pick_idle_sized(p, tctx, cpu, tp);
 	if (idle < 0 && k->affinity_mode == AFFINITY_STRONG)
@@ -323,9 +323,9 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	/*
-	 * Tier 3: overflow. A new task starts INTERACTIVE and keeps that until it has behaved like
-	 * BATCH for MATURE_SAMPLES slices (note_stop()): a program started during a build must not
-	 * queue behind the build.
+	 * Placement in the overflow DSQs. A new task starts INTERACTIVE and keeps that until it
+	 * has behaved like BATCH for MATURE_SAMPLES slices (note_stop()): a program started during
+	 * a build must not queue behind the build.
 	 */
 	if (tctx->tier == TIER_BATCH || outran_share(p, 0, tp)) {
 		insert_batch(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);

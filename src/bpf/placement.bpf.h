@@ -51,9 +51,9 @@ static __always_inline u64 task_vtime(struct task_struct *p, const struct task_c
  * yet stopped) is more than the lag cap ahead of the clock. The interactive tiers go before BATCH
  * work only while they have not: a task that behaves interactively sleeps and stays near the
  * clock, so this takes nothing from it, but a new busy loop (INTERACTIVE until classified, or
- * LAT_CRITICAL for a dozen slices after a short first sleep) ran ahead of every BATCH task
- * whatever its nice or cgroup weight: nice 19 loops took 10x their share for their first two
- * seconds beside nice 0 ones. Past the cap it queues with the BATCH work, in vtime order.
+ * LAT_CRITICAL for a dozen slices after a short first sleep) would run ahead of every BATCH
+ * task whatever its nice or cgroup weight. Past the cap it queues with the BATCH work, in vtime
+ * order.
  */
 static __always_inline bool outran_share(const struct task_struct *p, u64 pending,
 					 const struct topo_params *tp)
