@@ -99,14 +99,22 @@ static __always_inline void bw_charge(u64 id, u64 ns, u64 now)
 	}
 }
 
-/* running(), tick(), stopping(): what the task ran since it was last charged. */
+/*
+ * running(), tick(), stopping(): what the task ran since it was last charged, to its group's
+ * runtime_ns (the daemon's per-group stats) and to each limited group's quota. Charged on the
+ * tick too, so a task that keeps its CPU for seconds (nothing else queued) counts as it runs.
+ */
 static __always_inline void bw_charge_task(struct task_ctx *tctx, u64 now)
 {
 	u64 at = tctx->bw_at;
+	struct cg_ctx *c;
 
 	tctx->bw_at = now;
-	if (at && now > at)
-		bw_charge(tctx->cgid, now - at, now);
+	if (!at || now <= at)
+		return;
+	if ((c = cg_lookup(tctx->cgid)))
+		__sync_fetch_and_add(&c->runtime_ns, now - at);
+	bw_charge(tctx->cgid, now - at, now);
 }
 
 static __always_inline void bw_set(struct cg_ctx *c, u64 period_us, u64 quota_us)

@@ -191,8 +191,8 @@ struct task_class_entry {
 
 /*
  * One cgroup's state (cg_ctxs hash map, keyed by the cgroup id, its kernfs inode number; the root
- * cgroup has none): cgroup.bpf.h keeps the weights, bandwidth.bpf.h the cpu.max quota; the daemon
- * reads runtime_ns for the per-group CPU share in its statistics.
+ * cgroup has none): cgroup.bpf.h keeps the weights, bandwidth.bpf.h the cpu.max quota and
+ * runtime_ns, which the daemon reads for the per-group CPU share in its statistics.
  */
 struct cg_ctx {
 	u64 id;

@@ -544,9 +544,9 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 		update_longrun(tp, now);
 		codel_step(tp);
 	}
-	if (tctx && nr_bw_groups && tctx->cgid) {
+	if (tctx && tctx->cgid) {
 		bw_charge_task(tctx, now);
-		if (bw_throttled_until(tctx->cgid, now)) {
+		if (nr_bw_groups && bw_throttled_until(tctx->cgid, now)) {
 			p->scx.slice = 0;
 			return;
 		}

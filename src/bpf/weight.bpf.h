@@ -127,14 +127,10 @@ static __always_inline u64 charge_vtime(u64 ns, u64 w)
 	return ns * NICE_0_WEIGHT / (w ? w : 1);
 }
 
-/* stopping(): the vtime @used costs the task, and its group's CPU time for the stats. */
+/* stopping(): the vtime @used costs the task (its group's CPU time: bw_charge_task()). */
 static __always_inline u64 charge_task(const struct task_struct *p, struct task_ctx *tctx,
 				       u64 used, u64 now)
 {
-	struct cg_ctx *c = cg_lookup(tctx->cgid);
-
-	if (c)
-		__sync_fetch_and_add(&c->runtime_ns, used);
 	return charge_vtime(used, task_weight(p, tctx, now));
 }
 
