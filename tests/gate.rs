@@ -747,7 +747,9 @@ fn layer_stats() {
         .expect("starting scx_pandemonium --monitor");
     let mut mix = Mix::new();
     mix.hogs(online_cpus().len()).ping_pong();
-    mix.run_for(Duration::from_secs(6), |_| {});
+    // Long enough for several whole samples after the monitor's first, which under emulation
+    // at 4 vCPUs comes seconds after it starts.
+    mix.run_for(Duration::from_secs(10), |_| {});
     let mixed = cgroup_share::Mark::now(&group);
     // The group's loops alone, one per CPU: each keeps its CPU with nothing else queued.
     std::thread::sleep(Duration::from_secs(5));
