@@ -4,6 +4,7 @@
 //! no locks: BPF only ever sees whole knob structs written by this loop.
 
 use crate::autopower::{self, Watcher};
+use crate::cgroup_stats::{CgroupShares, PathCache};
 use crate::cpustat::{self, CpuTimes};
 use crate::games::{self, Boost};
 use crate::procdb::{self, Migration, Observation, ProcDb, SaveReport, WarmMirror};
@@ -13,7 +14,7 @@ use crate::telemetry::{self, Extra, Snapshot};
 use crate::tuning::{Mode, TickContext, TickInput, Tuner};
 use crate::watchdog::Heartbeat;
 use anyhow::Result;
-use log::{info, log, warn};
+use log::{debug, info, log, warn};
 use std::path::Path;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -31,6 +32,8 @@ pub struct Controller {
     cpu_prev: Option<CpuTimes>,
     heartbeat: Option<Heartbeat>,
     publisher: Option<Publisher>,
+    /// The statistics' per-cgroup CPU shares (read only while there is a publisher).
+    cgroups: CgroupShares,
     /// Gaming mode only: the game scan's thread, and what BPF's map holds of its findings.
     games: Option<(games::Watcher, Boost)>,
     /// `--autopower` only: the system's power profile, read on its own thread.
@@ -65,6 +68,7 @@ impl Controller {
             cpu_stat,
             heartbeat: None,
             publisher: None,
+            cgroups: CgroupShares::new(PathCache::live()),
             games: mode.preset().boost_games.then(spawn_game_scan).flatten(),
             power: None,
         }
@@ -91,6 +95,7 @@ impl Controller {
         self.prev_at = Instant::now();
         self.heartbeat = heartbeat;
         self.warm.reset();
+        self.cgroups.reset();
         if let Some((_, boost)) = &mut self.games {
             boost.reset();
         }
@@ -154,6 +159,16 @@ impl Controller {
         extra.sojourn_ns = Some((sched.batch_age_ns(), topo.overflow_rescue_ns));
         extra.codel_target_ns = Some(crate::codel::target(codel.x, &topo));
         if let Some(p) = &self.publisher {
+            // A failed read costs only this field, and keeps the baseline: the next interval
+            // then runs from the last good reading.
+            let online = sched.layout.online.len();
+            let cgroup_cpu_pct = match sched.read_cgroup_runtimes() {
+                Ok(r) => self.cgroups.sample(&r, Instant::now(), online),
+                Err(e) => {
+                    debug!("statistics: per-cgroup CPU time: {e:#}");
+                    Default::default()
+                }
+            };
             p.publish(PandemoniumMetrics::of(&Sample {
                 at_ms: stats::monotonic_ms(),
                 prev: &self.prev,
@@ -167,6 +182,7 @@ impl Controller {
                     let regime = extra.regime.clone().unwrap_or_default();
                     (regime, *self.tuner.weights())
                 }),
+                cgroup_cpu_pct,
             }));
         }
 

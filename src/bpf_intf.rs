@@ -26,6 +26,7 @@ pub type Hist = c::pandemonium_hist;
 pub type AffinityRow = c::affinity_row;
 pub type CommKey = c::comm_key;
 pub type TaskClassEntry = c::task_class_entry;
+pub type CgCtx = c::cg_ctx;
 
 pub const MAX_CPUS: usize = c::pandemonium_consts_MAX_CPUS as usize;
 pub const MAX_AFFINITY_CANDIDATES: usize = c::pandemonium_consts_MAX_AFFINITY_CANDIDATES as usize;
@@ -127,6 +128,7 @@ plain_data!(
     AffinityRow,
     CommKey,
     TaskClassEntry,
+    CgCtx,
 );
 
 /// All zeros, except [`AffinityRow`] below.
@@ -145,7 +147,8 @@ zero_default!(
     Stats,
     Hist,
     CommKey,
-    TaskClassEntry
+    TaskClassEntry,
+    CgCtx
 );
 
 /// An empty rank row: no candidate in any slot.

@@ -6,6 +6,7 @@ pub mod adaptive;
 pub mod autopower;
 pub mod bpf_intf;
 pub mod bpf_skel;
+pub mod cgroup_stats;
 pub mod cgroup_support;
 pub mod checkout;
 pub mod cli;

@@ -2,7 +2,9 @@
 //! The BPF skeleton's lifecycle: open, fill rodata and maps, load, attach, run until told to stop
 //! or until the kernel ends the scheduler, detach. Also the map I/O the daemon needs.
 
-use crate::bpf_intf::{AffinityRow, CommKey, Hist, Stats, TaskClassEntry, TopoParams, TuningKnobs};
+use crate::bpf_intf::{
+    AffinityRow, CgCtx, CommKey, Hist, Stats, TaskClassEntry, TopoParams, TuningKnobs,
+};
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::cgroup_support::CgroupSupport;
 use crate::codel::Oscillator;
@@ -256,6 +258,21 @@ impl<'obj> Scheduler<'obj> {
                 )
             {
                 out.push((k, e));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Each cgroup BPF tracks, as (id, CPU time of its own tasks since load, ns). A group removed
+    /// between the key walk and its lookup is skipped: it has nothing left to report.
+    pub fn read_cgroup_runtimes(&self) -> Result<Vec<(u64, u64)>> {
+        let map = &self.skel.maps.cg_ctxs;
+        let mut out = Vec::new();
+        for key in map.keys() {
+            if let Some(v) = map.lookup(&key, MapFlags::ANY)?
+                && let (Some(id), Some(c)) = (from_bytes::<u64>(&key), from_bytes::<CgCtx>(&v))
+            {
+                out.push((id, c.runtime_ns));
             }
         }
         Ok(out)

@@ -729,16 +729,23 @@ fn stat_u64(block: &std::collections::BTreeMap<String, String>, name: &str) -> u
 }
 
 /// scx_stats end to end: the scheduler runs with `--stats 1` under load, a second process attaches
-/// with `--monitor 1`; both print every described field, and the counters move. After the
-/// scheduler stops, `--monitor` says that none runs.
+/// with `--monitor 1`; both print every described field, and the counters move. A cgroup running
+/// one busy loop per CPU, beside the load and then alone, is in `cgroup_cpu_pct` in every monitor
+/// sample of each phase, with a mean share within 25 % of what its cpu.stat says it used there.
+/// After the scheduler stops, `--monitor` says that none runs.
 fn layer_stats() {
     use scx_pandemonium::stats::PandemoniumMetrics;
     use scx_stats::Meta;
     use std::process::{Command, Stdio};
     require_gate_environment();
     let no_adaptive = gate_args().iter().any(|a| a == "--no-adaptive");
+    let _cpu = cgroup::enable_cpu_controller();
     let mut sched = SchedulerProc::start(&["--stats", "1"]);
     sched.wait_attached();
+    let ncpus = online_cpus().len();
+    let mut group = cgroup::Group::new(None, "pdm-stats");
+    group.spawn_hogs(ncpus, "pdm-cghog");
+    let start = cgroup_share::Mark::now(&group);
 
     let monitor = Command::new(scheduler_binary())
         .args(["--monitor", "1"])
@@ -748,7 +755,13 @@ fn layer_stats() {
         .expect("starting scx_pandemonium --monitor");
     let mut mix = Mix::new();
     mix.hogs(online_cpus().len()).ping_pong();
-    mix.run_for(Duration::from_secs(6), |_| {});
+    // Long enough for several whole samples after the monitor's first, which under emulation
+    // at 4 vCPUs comes seconds after it starts.
+    mix.run_for(Duration::from_secs(10), |_| {});
+    let mixed = cgroup_share::Mark::now(&group);
+    // The group's loops alone, one per CPU: each keeps its CPU with nothing else queued.
+    std::thread::sleep(Duration::from_secs(5));
+    let alone = cgroup_share::Mark::now(&group);
     // SAFETY: plain kill(2) on our own child.
     unsafe { libc::kill(monitor.id() as i32, libc::SIGINT) };
     let out = monitor.wait_with_output().unwrap();
@@ -805,6 +818,20 @@ fn layer_stats() {
             assert_ne!(last["regime"], "-", "{who}");
         }
     }
+    let path = format!("/{}", group.name());
+    let blocks = stats_blocks(&text);
+    cgroup_share::check_shape(&blocks);
+    let failed: Vec<String> = [
+        ("beside the load", &start, &mixed),
+        ("alone", &mixed, &alone),
+    ]
+    .into_iter()
+    .filter_map(|(phase, from, to)| {
+        cgroup_share::check_phase(&blocks, &path, ncpus, phase, from, to).err()
+    })
+    .collect();
+    assert!(failed.is_empty(), "gate stats:\n{}", failed.join("\n"));
+    drop(group);
     sched.stop();
 
     let after = Command::new(scheduler_binary())

@@ -108,15 +108,20 @@ static __always_inline u64 bw_charge(u64 id, u64 ns, u64 now)
 }
 
 /*
- * tick(), stopping(): what the task ran since it was last charged (running() sets the mark).
- * Returns the end of the period its group stays throttled to, 0 if none.
+ * tick(), stopping(): what the task ran since it was last charged (running() sets the mark), to
+ * its group's runtime_ns (the daemon's per-group stats) and to each limited group's quota;
+ * charged on the tick too, so a task that keeps its CPU for seconds counts as it runs. Returns
+ * the end of the period its group stays throttled to, 0 if none.
  */
 static __always_inline u64 bw_charge_task(struct task_ctx *tctx, u64 now)
 {
-	u64 at = tctx->bw_at;
+	u64 at = tctx->bw_at, ns = at && now > at ? now - at : 0;
+	struct cg_ctx *c;
 
 	tctx->bw_at = now;
-	return bw_charge(tctx->cgid, at && now > at ? now - at : 0, now);
+	if (ns && (c = cg_lookup(tctx->cgid)))
+		__sync_fetch_and_add(&c->runtime_ns, ns);
+	return bw_charge(tctx->cgid, ns, now);
 }
 
 static __always_inline void bw_set(struct cg_ctx *c, u64 period_us, u64 quota_us)

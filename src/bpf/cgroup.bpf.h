@@ -26,27 +26,7 @@
 /* Fixed point of the share walk: 2^30 is the whole of the top-level group's weight. */
 #define CG_SHARE_SHIFT 30
 
-struct cg_ctx {
-	u64 id;
-	u64 parent_id;	     /* 0 for a top-level group */
-	u64 runnable_weight; /* task weights of this group's runnable tasks */
-	u64 child_weight;    /* cpu.weight of this group's active children */
-	u64 active_weight;   /* what this group added to its parent's child_weight */
-	u64 active;
-	u64 share;	     /* flattened weight in NICE_0_WEIGHT units; 0: not computed yet */
-	u64 share_at;
-	u64 runtime_ns;	     /* CPU time of its tasks, for the daemon's per-group stats */
-	u64 bw_quota_ns;     /* cpu.max quota per period, 0: unlimited (bandwidth.bpf.h) */
-	u64 bw_period_ns;
-	u64 bw_period_at;    /* start of the current period */
-	u64 bw_used;	     /* CPU time charged in it, overrun of earlier periods included */
-	u64 throttled;
-	u32 weight;	     /* cpu.weight, 1..10000 */
-	u32 level;
-	u32 idle;	     /* cpu.idle: its tasks are treated as SCHED_IDLE */
-	u32 idle_eff;	     /* it or an ancestor is idle (updated with the share) */
-};
-
+/* struct cg_ctx lives in intf.h: the daemon reads the map too (per-group CPU share). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);

@@ -544,7 +544,7 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 		update_longrun(tp, now);
 		codel_step(tp);
 	}
-	if (tctx && nr_bw_groups && tctx->cgid && bw_charge_task(tctx, now)) {
+	if (tctx && tctx->cgid && bw_charge_task(tctx, now)) {
 		p->scx.slice = 0;
 		return;
 	}

@@ -101,9 +101,9 @@ static __always_inline void cg_task_quiescent(struct task_ctx *tctx)
  * proportion to its weight among the group's runnable tasks. Cached in the task for the paths that
  * need it between charges (keep_prev()'s deadline, the BATCH slice).
  */
-static __always_inline u64 task_weight_in(const struct task_struct *p, struct task_ctx *tctx,
-					  struct cg_ctx *c, u64 now)
+static __always_inline u64 task_weight(const struct task_struct *p, struct task_ctx *tctx, u64 now)
 {
+	struct cg_ctx *c = cg_lookup(tctx->cgid);
 	u64 share, own, sum, w;
 
 	if (!c) {
@@ -121,26 +121,17 @@ static __always_inline u64 task_weight_in(const struct task_struct *p, struct ta
 	return tctx->weight;
 }
 
-static __always_inline u64 task_weight(const struct task_struct *p, struct task_ctx *tctx, u64 now)
-{
-	return task_weight_in(p, tctx, cg_lookup(tctx->cgid), now);
-}
-
 /* Vtime for @ns of CPU at weight @w: a nice 0 task in the root is charged wall time. */
 static __always_inline u64 charge_vtime(u64 ns, u64 w)
 {
 	return ns * NICE_0_WEIGHT / (w ? w : 1);
 }
 
-/* stopping(): the vtime @used costs the task, and its group's CPU time for the stats. */
+/* stopping(): the vtime @used costs the task (its group's CPU time: bw_charge_task()). */
 static __always_inline u64 charge_task(const struct task_struct *p, struct task_ctx *tctx,
 				       u64 used, u64 now)
 {
-	struct cg_ctx *c = cg_lookup(tctx->cgid);
-
-	if (c)
-		__sync_fetch_and_add(&c->runtime_ns, used);
-	return charge_vtime(used, task_weight_in(p, tctx, c, now));
+	return charge_vtime(used, task_weight(p, tctx, now));
 }
 
 #endif /* __PANDEMONIUM_WEIGHT_BPF_H */

@@ -2,9 +2,9 @@
 //! The monitor's text: one block per sample, one `  name value` line per described field, in the
 //! metadata's (alphabetical) order so related fields (`codel_*`, `knob_*`, `nr_*`) sit together
 //! and a script can split each line on whitespace. Counters also show their rate since the
-//! previous sample.
+//! previous sample; a [ranked](RANKED_ATTR) dict prints its largest entries first.
 
-use super::metrics::COUNTER_ATTR;
+use super::metrics::{COUNTER_ATTR, RANKED_ATTR};
 use scx_stats::StatsMeta;
 use serde_json::Value;
 
@@ -48,18 +48,32 @@ fn with_rate(c: &Value, p: Option<&Value>, counter: bool, secs: Option<f64>, sep
     }
 }
 
-/// Dicts (per tier, per expert) print as `key=value` words; an empty one as `-`.
-fn value(cur: &Value, prev: Option<&Value>, counter: bool, secs: Option<f64>) -> String {
+/// Dicts (per tier, per expert) print as `key=value` words, by key or, `ranked`, largest value
+/// first; an empty one as `-`.
+fn value(
+    cur: &Value,
+    prev: Option<&Value>,
+    counter: bool,
+    ranked: bool,
+    secs: Option<f64>,
+) -> String {
     match cur {
         Value::Object(m) if m.is_empty() => "-".into(),
-        Value::Object(m) => m
-            .iter()
-            .map(|(k, c)| {
-                let p = prev.and_then(|p| p.get(k));
-                format!("{k}={}", with_rate(c, p, counter, secs, ""))
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
+        Value::Object(m) => {
+            let mut entries: Vec<_> = m.iter().collect();
+            if ranked {
+                let v = |x: &Value| x.as_f64().unwrap_or(f64::NEG_INFINITY);
+                entries.sort_by(|a, b| v(b.1).total_cmp(&v(a.1)).then_with(|| a.0.cmp(b.0)));
+            }
+            entries
+                .into_iter()
+                .map(|(k, c)| {
+                    let p = prev.and_then(|p| p.get(k));
+                    format!("{k}={}", with_rate(c, p, counter, secs, ""))
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
         c => with_rate(c, prev, counter, secs, " "),
     }
 }
@@ -82,8 +96,9 @@ pub fn block(meta: &StatsMeta, prev: Option<&Value>, cur: &Value) -> String {
     let width = meta.fields.keys().map(String::len).max().unwrap_or(0);
     for (name, field) in &meta.fields {
         let counter = field.attrs.user.contains_key(COUNTER_ATTR);
+        let ranked = field.attrs.user.contains_key(RANKED_ATTR);
         let text = match cur.get(name) {
-            Some(c) => value(c, prev.and_then(|p| p.get(name)), counter, secs),
+            Some(c) => value(c, prev.and_then(|p| p.get(name)), counter, ranked, secs),
             None => "absent".into(),
         };
         out.push_str(&format!("  {name:width$} {text}\n"));

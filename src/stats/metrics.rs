@@ -16,6 +16,9 @@ use std::collections::BTreeMap;
 /// rate per second next to it. A `_`-prefixed stat attribute is scx_stats' user extension.
 pub const COUNTER_ATTR: &str = "_counter";
 
+/// Marks a dict whose entries the monitor prints largest value first rather than by key.
+pub const RANKED_ATTR: &str = "_ranked";
+
 /// Regime value while no adaptive control loop runs (`--no-adaptive`).
 pub const NO_REGIME: &str = "-";
 
@@ -99,6 +102,12 @@ stats_struct! {
             "P99 wakeup latency of the last second by tier, ns (log2 bucket upper bound; \
              a tier without wakeups is absent)";
 
+        cgroup_cpu_pct: BTreeMap<String, f64> =
+            "the 5 cgroups that used the most CPU since the previous sample: path (id:N when it \
+             cannot be resolved) -> percent of all online CPUs' time; a group counts only its \
+             own tasks, not its children's, and tasks of the root cgroup are not counted",
+            _ranked;
+
         mwu_weights: BTreeMap<String, f64> =
             "MWU expert weights (sum 1); empty without the adaptive loop";
 
@@ -138,6 +147,8 @@ pub struct Sample<'a> {
     pub mode: Mode,
     /// The regime label and MWU weights; `None` without the adaptive loop.
     pub adaptive: Option<(String, [f64; NR_EXPERTS])>,
+    /// The top cgroups by CPU share since the previous sample (see [`crate::cgroup_stats`]).
+    pub cgroup_cpu_pct: BTreeMap<String, f64>,
 }
 
 fn by_tier<T>(f: impl Fn(usize) -> Option<T>) -> BTreeMap<String, T> {
@@ -198,6 +209,7 @@ impl PandemoniumMetrics {
             wake_lat_cnt: st.wake_lat_cnt,
             wake_lat_max_ns: st.wake_lat_max_ns,
             wake_p99_ns: by_tier(p99),
+            cgroup_cpu_pct: s.cgroup_cpu_pct.clone(),
             mwu_weights: weights,
             knob_slice_ns: k.slice_ns,
             knob_preempt_thresh_ns: k.preempt_thresh_ns,

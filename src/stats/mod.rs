@@ -13,7 +13,7 @@ mod server;
 mod tests;
 
 pub use format::{BLOCK_HEADER, block};
-pub use metrics::{COUNTER_ATTR, NO_REGIME, PandemoniumMetrics, Sample};
+pub use metrics::{COUNTER_ATTR, NO_REGIME, PandemoniumMetrics, RANKED_ATTR, Sample};
 pub use monitor::{DEFAULT_SOCKET, Monitor, parse_interval, socket_path};
 pub use run::{help, monitor, serve, spawn_printer};
 pub use server::{Publisher, describe, launch, server_data};

@@ -53,6 +53,10 @@ fn metrics(adaptive: bool) -> PandemoniumMetrics {
         longrun: true,
         mode: crate::tuning::Mode::Server,
         adaptive: adaptive.then(|| ("HEAVY+LONGRUN".to_string(), weights)),
+        cgroup_cpu_pct: [("/system.slice/a.service", 3.5), ("/gate/hog", 48.25)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
     })
 }
 
@@ -80,6 +84,9 @@ fn every_field_is_described_and_serialized() {
     let counter = |n: &str| meta.fields[n].attrs.user.contains_key(COUNTER_ATTR);
     assert!(counter("nr_dispatches") && counter("l2_hit") && counter("nr_codel_stalls"));
     assert!(!counter("codel_target_ns") && !counter("wake_lat_max_ns") && !counter("regime"));
+    assert!(!counter("cgroup_cpu_pct"));
+    let ranked = |n: &str| meta.fields[n].attrs.user.contains_key(RANKED_ATTR);
+    assert!(ranked("cgroup_cpu_pct") && !ranked("mwu_weights") && !ranked("l2_hit"));
 }
 
 #[test]
@@ -120,6 +127,8 @@ fn conversion_from_bpf_counters_and_adaptive_state() {
     assert_eq!(m.codel_floor_ns, topo().codel_target_floor_ns);
     assert_eq!(m.codel_max_ns, topo().codel_target_max_ns);
     assert_eq!(m.nr_codel_stalls, 9);
+    assert_eq!(m.cgroup_cpu_pct["/gate/hog"], 48.25);
+    assert_eq!(m.cgroup_cpu_pct.len(), 2);
 }
 
 #[test]
@@ -148,6 +157,7 @@ fn uninitialised_oscillator_reports_the_equilibrium() {
         longrun: false,
         mode: crate::tuning::Mode::Auto,
         adaptive: None,
+        cgroup_cpu_pct: Default::default(),
     });
     assert_eq!(m.codel_target_ns, 600_000);
 }
@@ -204,6 +214,11 @@ fn block_prints_every_field_with_rates_for_counters() {
         "{text}"
     );
     assert!(line(&text, "regime").ends_with("HEAVY+LONGRUN"), "{text}");
+    // Largest share first, not in key order.
+    assert!(
+        line(&text, "cgroup_cpu_pct").ends_with(" /gate/hog=48.250 /system.slice/a.service=3.500"),
+        "{text}"
+    );
 
     // A reload (hotplug restart) starts the counters again; say so instead of a huge rate.
     let mut reloaded = later.clone();
@@ -215,8 +230,11 @@ fn block_prints_every_field_with_rates_for_counters() {
         "{text}"
     );
 
-    let quiet = block(&meta, None, &metrics(false).to_json().unwrap());
+    let mut quiet = metrics(false);
+    quiet.cgroup_cpu_pct.clear();
+    let quiet = block(&meta, None, &quiet.to_json().unwrap());
     assert!(line(&quiet, "mwu_weights").ends_with(" -"), "{quiet}");
+    assert!(line(&quiet, "cgroup_cpu_pct").ends_with(" -"), "{quiet}");
 }
 
 #[test]

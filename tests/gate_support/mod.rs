@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod cgroup;
+pub mod cgroup_share;
 pub mod cputime;
 pub mod faults;
 pub mod frames;
