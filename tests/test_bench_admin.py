@@ -4,6 +4,7 @@ beside EEVDF and the configured values like any phase."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,12 @@ def test_the_admin_phase_is_part_of_bench_scale_and_reports_its_figures():
     assert P.report_phases(["hackbench", "admin"]) == ["hackbench", *admin.FIGURES]
     plan = P.Plan(phases=["admin"], schedulers=["pandemonium"], cores=[2], iterations=1)
     assert plan.step_weight("admin") == pytest.approx(45.0 + 4 * 10)
+
+
+def test_the_guest_admin_functions_leave_run_phases_variables_alone():
+    """run_phase keeps t0/c0/t1/c1 in globals around the phase; an admin helper that assigned
+    one wrote a malformed steps.tsv line (found in the VM)."""
+    script = (Path(admin.__file__).parent / "guest" / "driver.sh").read_text()
+    block = script[script.index("# -- admin:"):script.index("phase_admin()")]
+    for name in ("t0", "c0", "t1", "c1", "rc", "OUT", "why"):
+        assert not re.search(rf"(^|[\s;]){name}=", block), name

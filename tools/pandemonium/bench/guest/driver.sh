@@ -277,7 +277,7 @@ admin_cgroup_ready() {
 }
 # cg_new FIG NAME [FILE VALUE]: a group under the root; a write the kernel refuses is a note.
 cg_new() {
-    g=$CG/bench-$2
+    local g=$CG/bench-$2
     mkdir -p $g || { echo "admin-note $1 mkdir $g failed"; return 1; }
     ADMIN_GROUPS="$ADMIN_GROUPS $g"
     [ -z "$3" ] && return 0
@@ -286,16 +286,17 @@ cg_new() {
 }
 # in_cg NAME CMD...: CMD in the background inside group NAME (the shell joins it, then execs).
 in_cg() {
-    g=$CG/bench-$1; shift
+    local g=$CG/bench-$1; shift
     sh -c 'echo $$ > "$0/cgroup.procs" || { echo "admin-note - could not join $0"; exit 1; }
            exec "$@"' "$g" "$@" &
     LOADS="$LOADS $!"
 }
 # cg_hogs NAME N: N busy loops in group NAME.
-cg_hogs() { n=$2; while [ "$n" -gt 0 ]; do in_cg "$1" benchlat spin nice 0; n=$((n - 1)); done; }
+cg_hogs() { local n=$2; while [ "$n" -gt 0 ]; do in_cg "$1" benchlat spin nice 0; n=$((n - 1)); done; }
 cg_usage() { awk '$1 == "usage_usec" { print $2 }' $CG/bench-$1/cpu.stat 2>/dev/null || echo 0; }
 # Kill what is left in the groups, reap the loads, remove the groups (children before parents).
 cg_cleanup() {
+    local g p t
     for g in $ADMIN_GROUPS; do
         [ -f $g/cgroup.kill ] && echo 1 > $g/cgroup.kill 2>/dev/null
         for p in $(cat $g/cgroup.procs 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
@@ -314,24 +315,28 @@ cg_cleanup() {
     ADMIN_GROUPS=""
 }
 # admin_window FIG LABEL1 READER1 LABEL2 READER2: both counters over one BENCH_D window.
+# The admin functions keep their variables local: run_phase's t0/c0/t1/c1 are globals.
 admin_window() {
+    local a0 b0 w0 a1 b1 w1
     settle
-    a0=$($3); b0=$($5); c0=$(now_cs)
+    a0=$($3); b0=$($5); w0=$(now_cs)
     sleep "$BENCH_D"
-    a1=$($3); b1=$($5); c1=$(now_cs)
+    a1=$($3); b1=$($5); w1=$(now_cs)
     echo "admin-count $1 $2 $a0 $a1"
     echo "admin-count $1 $4 $b0 $b1"
-    echo "admin-count $1 window_cs $c0 $c1"
+    echo "admin-count $1 window_cs $w0 $w1"
 }
 # Summed schedstat run time (ns) of the PIDs in a variable named $1.
 sched_ns() {
+    local p ps_list
     eval "ps_list=\$$1"
     for p in $ps_list; do cut -d' ' -f1 /proc/$p/schedstat 2>/dev/null; done \
         | awk '{ s += $1 } END { printf "%.0f\n", s }'
 }
 # spin_set VAR N ARGS: N `benchlat spin ARGS` hogs in the root group, their PIDs in VAR.
 spin_set() {
-    var=$1; n=$2; shift 2; pids=""
+    local var=$1 n=$2 pids=""
+    shift 2
     while [ "$n" -gt 0 ]; do benchlat spin "$@" & pids="$pids $!"; LOADS="$LOADS $!"; n=$((n - 1)); done
     eval "$var=\"$pids\""
 }
@@ -374,8 +379,8 @@ admin_idle() {
 # A build-shaped load (the stress matrix's build workload: make -j over generated gzip/sha256sum
 # steps; the guest has no compiler) in a cpu.weight=20 group, hackbench in the root group.
 admin_build() {
+    local src=/tmp/bench-build i u0 w0
     admin_cgroup_ready build || return 0
-    src=/tmp/bench-build
     rm -rf $src; mkdir -p $src/s $src/o
     for i in $(seq 300); do seq $((i * 7)) > $src/s/f$i.c; done
     {
@@ -387,12 +392,12 @@ admin_build() {
     cg_new build light cpu.weight 20 || { cg_cleanup; return 0; }
     in_cg light sh -c "while :; do make -C $src -s clean && make -C $src -s -j$((2 * N)) all; done"
     settle; settle
-    u0=$(cg_usage light); c0=$(now_cs)
+    u0=$(cg_usage light); w0=$(now_cs)
     echo "admin-begin build"
     hackbench -P -g "$BENCH_HB_GROUPS" -l "$BENCH_HB_LOOPS" 2>&1
     echo "admin-end build"
     echo "admin-count build light $u0 $(cg_usage light)"
-    echo "admin-count build window_cs $c0 $(now_cs)"
+    echo "admin-count build window_cs $w0 $(now_cs)"
     cg_cleanup
     rm -rf $src
 }
