@@ -106,6 +106,22 @@ def test_report_gives_ratio_to_eevdf_and_to_the_configured_value():
     assert "3.00 [1.00x of 3]" in row and "0.35x [0.35x of 3] (missed)" in row
 
 
+def test_the_nice_target_is_eevdfs_ratio_and_the_cost_is_counted_once():
+    recs = []
+    for it in (0, 1):
+        recs += _figs("eevdf", it, **{"admin-nice": 50.0})
+    recs += _figs("pandemonium", 1, **{"admin-nice": 45.0})
+    ours = next(c for c in aggregate(recs) if c.scheduler == "pandemonium")
+    assert verdict(ours) == "met"  # 0.90x EEVDF's, although 0.66x the configured 68.3
+    recs[-1].value = 20.0
+    ours = next(c for c in aggregate(recs) if c.scheduler == "pandemonium")
+    assert verdict(ours) == "missed (target EEVDF's +-15 %)"
+    step = Record(2, 1, "pandemonium", "admin", 0, 90.0, sched_cpu_pct=0.3, sched_rss_kb=9000,
+                  extra={"figures": admin.figures(TEXT)})
+    figs = admin.expand([step])
+    assert [r.sched_cpu_pct for r in figs] == [0.3] + [None] * 6
+
+
 def test_configured_closeness_weighs_over_and_under_alike():
     recs = (_figs("eevdf", 1, **{"admin-cpumax": 0.5}) + _figs("pandemonium", 1, **{"admin-cpumax": 0.4})
             + _figs("lavd", 1, **{"admin-cpumax": 0.6}))

@@ -167,12 +167,15 @@ def expand(records: list[Record]) -> list[Record]:
             out.append(r)
             continue
         figs = (r.extra or {}).get("figures", {})
-        for name in FIGURES:
+        for i, name in enumerate(FIGURES):
             f = figs.get(name)
+            # The scheduler's cost is the whole step's: the first figure carries it, once.
+            rec = r if i == 0 else replace(r, sched_cpu_pct=None, sched_rss_kb=None,
+                                           sched_hwm_kb=None)
             if r.error or f is None:
-                out.append(replace(r, phase=name, value=None, extra={},
+                out.append(replace(rec, phase=name, value=None, extra={},
                                    error=r.error or f"{name}: not in the output"))
             else:
-                out.append(replace(r, phase=name, value=f["value"], extra=dict(f["extra"]),
+                out.append(replace(rec, phase=name, value=f["value"], extra=dict(f["extra"]),
                                    error=f["error"]))
     return out

@@ -35,6 +35,9 @@ class Phase:
     better: str = "lower"
     configured: float | None = None
     tol: float | None = None
+    # tol is read against EEVDF's figure in the same boot instead (the configured value is
+    # shown, but EEVDF itself lands off it, e.g. nice 19 hogs' share in a short window).
+    tol_to_eevdf: bool = False
     part_of: str | None = None  # a figure of a guest phase that yields several (admin)
 
 
@@ -47,7 +50,8 @@ ADMIN_FIGURES = [
     Phase("admin-cpumax", "cpu.max 50000 100000 group's CPUs", "CPU", 0.0, timed=False,
           better="configured", configured=0.5, tol=0.10, part_of="admin"),
     Phase("admin-nice", "nice 0/19 CPU-time ratio", "ratio", 0.0, timed=False,
-          better="configured", configured=1024 / 15, tol=0.15, part_of="admin"),
+          better="configured", configured=1024 / 15, tol=0.15, tol_to_eevdf=True,
+          part_of="admin"),
     Phase("admin-nice-lat", "cyclictest P99 beside nice-19 hogs", "us", 0.0, timed=False,
           target=1.0, part_of="admin"),
     Phase("admin-idle-lat", "cyclictest P99 beside SCHED_IDLE hogs", "us", 0.0, timed=False,

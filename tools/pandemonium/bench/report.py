@@ -58,6 +58,12 @@ def verdict(cell: Cell) -> str:
     if phase.better == "configured":
         if cell.median is None or phase.tol is None:
             return ""
+        if phase.tol_to_eevdf:
+            if cell.ratio is None:
+                return "no EEVDF ratio"
+            if abs(cell.ratio - 1) <= phase.tol:
+                return "met"
+            return f"missed (target EEVDF's +-{phase.tol * 100:.0f} %)"
         if abs(cell.median / phase.configured - 1) <= phase.tol:
             return "met"
         return (f"missed (target {fmt_value(phase.configured, phase.unit)} "
