@@ -5,7 +5,10 @@ pandemonium (adaptive) is ahead of every other scheduler.
 pandemonium's median is at most every other scheduler's worst run, i.e. for each other scheduler
 S with a value there, median(pandemonium) <= max(S's runs). With one run each this is
 median <= value; with several, pandemonium is ahead when its median is below S's median or
-inside the spread of S's runs. Lower is better on every phase. The other schedulers are all of
+inside the spread of S's runs. Lower is better on every phase but the figures with a configured
+value (the admin phase's, plan.ADMIN_FIGURES): there "worst" is farthest from the configured
+value, so pandemonium is ahead when its median is at most as far from it as S's farthest run.
+The other schedulers are all of
 them: EEVDF, pandemonium-bpf and the external anchors. A scheduler without any value there (it did
 not attach, or every run failed) is left out of the comparison; a phase where pandemonium has no
 value counts as not ahead. A phase counts (is one of the M) when pandemonium ran it and at least
