@@ -144,3 +144,18 @@ def test_the_guest_admin_functions_leave_run_phases_variables_alone():
     block = script[script.index("# -- admin:"):script.index("phase_admin()")]
     for name in ("t0", "c0", "t1", "c1", "rc", "OUT", "why"):
         assert not re.search(rf"(^|[\s;]){name}=", block), name
+
+
+def test_the_notes_say_where_the_capped_and_light_groups_cpu_went():
+    from types import SimpleNamespace
+
+    from tools.pandemonium.bench.verdicts import VERDICTS
+
+    steps = [Record(2, it, "eevdf", "admin", 0, 90.0, extra={"figures": admin.figures(TEXT)})
+             for it in (0, 1)]
+    steps.append(Record(2, 1, "lavd", "admin", 201, 0.0, error="did not attach: no"))
+    notes = VERDICTS["bench-scale"](SimpleNamespace(records=steps), [])
+    assert "the unlimited group's CPUs beside the capped one at 2 cores (median of runs): " \
+        "eevdf 1.500" in notes
+    assert any(n.startswith("the cpu.weight=20 build's CPUs") and n.endswith("eevdf 0.200")
+               for n in notes)
