@@ -159,3 +159,23 @@ def test_the_notes_say_where_the_capped_and_light_groups_cpu_went():
         "eevdf 1.500" in notes
     assert any(n.startswith("the cpu.weight=20 build's CPUs") and n.endswith("eevdf 0.200")
                for n in notes)
+
+
+def test_an_ejected_scheduler_keeps_the_parts_it_finished_attached():
+    """scx_flash 1.1.4 starved a SCHED_IDLE hog until the watchdog ejected it in the idle part:
+    the figures before were still its own, the rest were measured under EEVDF."""
+    text = TEXT.replace("admin-begin nicelat", "admin-state weight enabled\nadmin-state cpumax "
+                        "enabled\nadmin-begin nicelat")
+    text = text.replace("admin-count idleshare window_cs 4000 4400", "admin-count idleshare "
+                        "window_cs 4000 4400\nadmin-state nice enabled\nadmin-state idle disabled")
+    step = Record(2, 1, "flash", "admin", 200, 90.0,
+                  error="the kernel ejected the scheduler during this phase (see the events)",
+                  extra={"figures": admin.figures(text)})
+    by = {r.phase: r for r in admin.expand([step])}
+    for kept in ("admin-weight", "admin-cpumax", "admin-nice", "admin-nice-lat"):
+        assert by[kept].value is not None and by[kept].error is None, kept
+    for lost in ("admin-idle-lat", "admin-idle-share", "admin-build"):
+        assert by[lost].value is None and "ejected" in by[lost].error, lost
+    # Without the state lines (or with EEVDF's 'disabled') nothing of an ejected step is kept.
+    step.extra = {"figures": admin.figures(TEXT)}
+    assert all(r.value is None for r in admin.expand([step]))

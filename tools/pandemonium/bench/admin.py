@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .parse import Record, cyclictest_percentiles
+from .parse import RC_EJECTED, Record, cyclictest_percentiles
 from .plan import ADMIN_FIGURES
 
 _COUNT = re.compile(r"^admin-count (\S+) (\S+) (-?\d+) (-?\d+)\s*$")
@@ -121,24 +121,32 @@ def _build(c, s):
     return float(m.group(1)), extra
 
 
-# Figure name -> (the guest's FIG whose notes explain a missing figure, parser(counters, sections)).
+# Figure name -> (the guest's FIG whose notes explain a missing figure, the guest's part that
+# measures it, parser(counters, sections)).
 FIGURES = {
-    "admin-weight": ("weight", _weight),
-    "admin-cpumax": ("cpumax", _cpumax),
-    "admin-nice": ("nice", _nice),
-    "admin-nice-lat": ("nicelat", _cyclictest("nicelat")),
-    "admin-idle-lat": ("idlelat", _cyclictest("idlelat")),
-    "admin-idle-share": ("idleshare", _idle_share),
-    "admin-build": ("build", _build),
+    "admin-weight": ("weight", "weight", _weight),
+    "admin-cpumax": ("cpumax", "cpumax", _cpumax),
+    "admin-nice": ("nice", "nice", _nice),
+    "admin-nice-lat": ("nicelat", "nice", _cyclictest("nicelat")),
+    "admin-idle-lat": ("idlelat", "idle", _cyclictest("idlelat")),
+    "admin-idle-share": ("idleshare", "idle", _idle_share),
+    "admin-build": ("build", "build", _build),
 }
+_STATE = re.compile(r"^admin-state (\S+) (\S+)\s*$")
+
+
+def part_states(text: str) -> dict[str, str]:
+    """Part -> the sched_ext state when it ended ('enabled' while a scheduler was attached)."""
+    return {m.group(1): m.group(2) for line in text.splitlines()
+            if (m := _STATE.match(line.strip()))}
 assert list(FIGURES) == [p.name for p in ADMIN_FIGURES]
 
 
 def figures(text: str) -> dict[str, dict]:
     """Figure name -> {"value": float | None, "extra": {...}, "error": str | None}."""
-    c, s, n = counters(text), sections(text), notes(text)
+    c, s, n, states = counters(text), sections(text), notes(text), part_states(text)
     out = {}
-    for name, (fig, parse) in FIGURES.items():
+    for name, (fig, part, parse) in FIGURES.items():
         try:
             value, extra = parse(c, s)
             error = None
@@ -148,7 +156,8 @@ def figures(text: str) -> dict[str, dict]:
             error = f"{name}: {exc}" + (f" ({why})" if why else "")
         if value is not None and n.get(fig):
             extra["notes"] = n[fig]
-        out[name] = {"value": value, "extra": extra, "error": error}
+        out[name] = {"value": value, "extra": extra, "error": error,
+                     "state": states.get(part)}
     return out
 
 
@@ -160,7 +169,9 @@ def parse_admin(text: str, rec: Record) -> None:
 
 def expand(records: list[Record]) -> list[Record]:
     """Each admin step's record becomes one record per figure (same run, cost and wall time);
-    a step that failed as a whole (not attached, ejected) gives every figure its error."""
+    a step that failed as a whole (not attached, ejected) gives every figure its error, except
+    that a scheduler ejected mid-step keeps the figures of the parts it was still attached at
+    the end of."""
     out = []
     for r in records:
         if r.phase != "admin":
@@ -172,7 +183,8 @@ def expand(records: list[Record]) -> list[Record]:
             # The scheduler's cost is the whole step's: the first figure carries it, once.
             rec = r if i == 0 else replace(r, sched_cpu_pct=None, sched_rss_kb=None,
                                            sched_hwm_kb=None)
-            if r.error or f is None:
+            kept = r.rc == RC_EJECTED and f is not None and f.get("state") == "enabled"
+            if (r.error and not kept) or f is None:
                 out.append(replace(rec, phase=name, value=None, extra={},
                                    error=r.error or f"{name}: not in the output"))
             else:

@@ -261,6 +261,7 @@ phase_hackbench() { busy $((2 * N)); settle; hackbench -P -g "$BENCH_HB_GROUPS" 
 #                                        uptime centiseconds for LABEL "window_cs")
 #   admin-begin FIG / admin-end FIG      a tool's own output (cyclictest histogram, hackbench)
 #   admin-note FIG TEXT                  why FIG has no figure, or what was odd
+#   admin-state PART STATE               /sys/kernel/sched_ext/state when PART ended
 # Every group is removed at the end of its part (its tasks killed first), whatever happened.
 CG=/sys/fs/cgroup
 ADMIN_GROUPS=""
@@ -401,8 +402,14 @@ admin_build() {
     cg_cleanup
     rm -rf $src
 }
+# After each part, the sched_ext state: a scheduler the kernel ejects mid-phase (its watchdog
+# on a starved SCHED_IDLE hog) keeps the figures of the parts it finished attached.
 phase_admin() {
-    admin_weight; admin_cpumax; admin_nice; admin_idle; admin_build
+    local part
+    for part in weight cpumax nice idle build; do
+        admin_$part
+        echo "admin-state $part $(sx_state)"
+    done
     echo "admin-done"
 }
 # Idle and load windows for the scheduler's own cost (bench-power).
