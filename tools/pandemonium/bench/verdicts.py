@@ -188,7 +188,10 @@ def _admin_side(result) -> list[str]:
     for r in result.records:
         figs = (r.extra or {}).get("figures") if r.phase == "admin" else None
         for fig, key, _ in ADMIN_SIDE if figs else ():
-            v = ((figs.get(fig) or {}).get("extra") or {}).get(key)
+            f = figs.get(fig) or {}
+            if r.error and f.get("state") != "enabled":
+                continue  # ejected before this part ended: measured partly under EEVDF
+            v = (f.get("extra") or {}).get(key)
             if v is not None:
                 vals.setdefault((r.cores, fig, r.scheduler), []).append(v)
     out = []
