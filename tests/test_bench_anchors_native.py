@@ -62,6 +62,28 @@ def test_install_runs_cargo_install_into_a_per_label_root(cache, monkeypatch):
     assert len(calls) == 1  # installed once
 
 
+def test_flash_is_a_known_anchor():
+    flash = anchors.parse_external("scx_flash")
+    assert (flash.label, flash.anchor.crate, flash.anchor.version) == ("flash", "scx_flash", "1.1.4")
+    assert anchors.parse_external("flash").anchor is flash.anchor
+
+
+def test_a_plain_clang_is_put_on_path_for_build_scripts_that_call_it(cache, tmp_path):
+    only19 = tmp_path / "bin"
+    only19.mkdir()
+    real = only19 / "clang-19"
+    real.write_text("#!/bin/sh\n")
+    real.chmod(0o755)
+    env = anchors.clang_on_path({"PATH": str(only19), "BPF_CLANG": "clang-19"})
+    shim = env["PATH"].split(os.pathsep)[0]
+    assert (Path(shim) / "clang").resolve() == real.resolve()
+    assert env["PATH"].endswith(str(only19))
+    # A clang already on PATH is left alone; so is a machine with no clang at all.
+    assert anchors.clang_on_path(env) == env
+    empty = {"PATH": str(tmp_path / "none"), "BPF_CLANG": "clang-19"}
+    assert anchors.clang_on_path(empty) == empty
+
+
 def test_failed_install_names_cargos_last_lines(cache, monkeypatch):
     monkeypatch.setattr(anchors.shutil, "which", lambda *a, **k: "/usr/bin/cargo")
     out = "\n".join(f"line {i}" for i in range(40)) + "\nerror: failed to compile scx_bpfland"

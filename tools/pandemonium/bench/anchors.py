@@ -9,7 +9,7 @@ arguments, split like a shell would (shlex):
 Known names (ANCHORS) are published crates, installed when missing with
 `cargo install --locked --root ~/.cache/pandemonium/anchors/<label>-<version> <crate> --version V`.
 A name that is not known but found on PATH is used like a path. Each external scheduler is its own
-scheduler in the plan, labelled `bpfland`, `lavd`, `upstream` or `ext:<basename>`.
+scheduler in the plan, labelled `bpfland`, `lavd`, `flash`, `upstream` or `ext:<basename>`.
 
 install() is shared with the service gate layer, which installs scx_loader (LOADER) the same way.
 """
@@ -45,6 +45,8 @@ class Anchor:
 ANCHORS = {a.label: a for a in [
     Anchor("scx_bpfland", "1.1.4", "bpfland", "scx_bpfland"),
     Anchor("scx_lavd", "1.1.4", "lavd", "scx_lavd"),
+    # Honours cgroup cpu.weight (issue #32's admin phase compares against it).
+    Anchor("scx_flash", "1.1.4", "flash", "scx_flash"),
     # The published design of this project (crates.io); installed apart, labelled upstream.
     Anchor("scx_pandemonium", "5.23.1", "upstream", "scx_pandemonium"),
 ]}
@@ -114,6 +116,25 @@ def bpf_clang() -> str:
     return os.environ.get("BPF_CLANG") or ("clang-19" if shutil.which("clang-19") else "clang")
 
 
+def clang_on_path(env: dict[str, str]) -> dict[str, str]:
+    """env with a plain `clang` on PATH: some scx_utils build scripts call `clang` by that name,
+    which a machine with only clang-19 lacks. The shim is a symlink to BPF_CLANG's binary in the
+    anchors cache, put first on PATH; env is returned as it is when `clang` is already found."""
+    path = env.get("PATH", "")
+    if shutil.which("clang", path=path):
+        return env
+    target = shutil.which(env.get("BPF_CLANG") or "clang-19", path=path)
+    if not target:
+        return env  # cargo's own error will name the missing compiler
+    shim = cache_dir("anchors") / "clang-shim"
+    shim.mkdir(parents=True, exist_ok=True)
+    link = shim / "clang"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(target)
+    return dict(env, PATH=f"{shim}{os.pathsep}{path}")
+
+
 def install_command(anchor: Anchor) -> list[str]:
     return ["cargo", "install", "--locked", "--root", str(anchor.root()), anchor.crate,
             "--version", anchor.version]
@@ -126,7 +147,7 @@ def install(anchor: Anchor, run=subprocess.run) -> Path:
         return binary
     import pandemonium_build as build
 
-    env = dict(build.cargo_env(), BPF_CLANG=bpf_clang())
+    env = clang_on_path(dict(build.cargo_env(), BPF_CLANG=bpf_clang()))
     if not shutil.which("cargo", path=env.get("PATH")):
         raise PandemoniumError(f"installing {anchor.crate}: cargo not found (https://rustup.rs)")
     log.info("installing %s %s (cargo install, a few minutes)...", anchor.crate, anchor.version)

@@ -19,6 +19,7 @@ from ..vm.accel import ICOUNT_HELP, MODES
 from . import anchors
 from . import plan as P
 from . import scoreboard
+from .admin import expand
 from .aggregate import aggregate
 from .plots import ensure_matplotlib, plot
 from .report import markdown, write_json
@@ -193,10 +194,11 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
     else:
         result = run_bench(plan, out, kernel=args.kernel, accel=args.accel, echo=args.echo)
     result.env["externals"] = {e.label: e.describe() for e in plan.external}
-    cells = aggregate(result.records)
+    cells = aggregate(expand(result.records))
+    shown = P.report_phases(plan.phases)
     notes = notes_for(spec, result, cells)
     title = f"{spec.name}{' (quick)' if args.quick else ''}"
-    md = markdown(title, result.env, cells, plan.phases, notes)
+    md = markdown(title, result.env, cells, shown, notes)
     (out / "report.md").write_text(md)
     write_json(out / "results.json", {
         "command": spec.name, "quick": args.quick, "env": result.env, "events": result.events,
@@ -205,8 +207,8 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
                  "sizes": vars(plan.sizes), "runs": [r.token() for r in plan.runs()]},
         "records": [r.to_json() for r in result.records],
         "cells": [c.to_json() for c in cells], "notes": notes,
-        "scoreboard": scoreboard.to_json(cells, plan.phases)})
-    plots = plot(out, cells, plan.phases)
+        "scoreboard": scoreboard.to_json(cells, shown)})
+    plots = plot(out, cells, shown)
     print(md, flush=True)
     log.info("%s: %s; finished in %s", spec.name, plots, P.fmt_duration(time.monotonic() - started))
     print(f"{spec.name}: results in {out}", flush=True)

@@ -47,7 +47,7 @@ from .plan import ATTACH_EST_S, EEVDF, Plan, accel_for, eta_s, fmt_duration
 from .stream import StreamSaver
 
 GUEST_DIR = Path(__file__).resolve().parent / "guest"
-TOOLS = ["stress-ng", "perf", "cyclictest", "hackbench"]
+TOOLS = ["stress-ng", "perf", "cyclictest", "hackbench", "make"]  # make: the admin phase's build
 _STEP = re.compile(r"BENCH-STEP (\d+) (\d+) (\d+) (\d+) (\S+) (\S+) (\S+)")
 
 

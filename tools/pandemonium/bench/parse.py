@@ -230,6 +230,15 @@ def _cost(t0: str, t1: str, ticks0: str, ticks1: str, rss: str, hwm: str, rec: R
     rec.sched_hwm_kb = None if hwm == "-" else int(hwm)
 
 
+def _admin(text: str, rec: Record) -> None:
+    from .admin import parse_admin  # admin.py imports this module's cyclictest parser
+
+    parse_admin(text, rec)
+
+
+PARSERS["admin"] = _admin
+
+
 def parse_step(line: str, raw_dir: Path) -> Record:
     """One steps.tsv line: cores iter sched phase rc t0 t1 ticks0 rss0 hwm0 ticks1 rss1 hwm1
     (times in centiseconds of guest uptime)."""

@@ -30,7 +30,37 @@ class Phase:
     target: float | None = None  # issue #7: max ratio to EEVDF for pandemonium
     target_note: str = ""
     reference: bool = False  # what the guest allows any scheduler: shown, not scored
+    # "lower" is better, or "configured": closest to `configured` (what the administrator set,
+    # in the figure's unit) is best, and pandemonium's target is being within `tol` of it.
+    better: str = "lower"
+    configured: float | None = None
+    tol: float | None = None
+    # tol is read against EEVDF's figure in the same boot instead (the configured value is
+    # shown, but EEVDF itself lands off it, e.g. nice 19 hogs' share in a short window).
+    tol_to_eevdf: bool = False
+    part_of: str | None = None  # a figure of a guest phase that yields several (admin)
 
+
+# The admin phase's figures (issue #32's bars as targets). The configured values are the
+# kernel's own: cpu.weight 300/100; cpu.max 50000/100000 = 0.5 CPU; nice 0 against 19 is
+# sched_prio_to_weight 1024/15; SCHED_IDLE's weight is 3, so plain hogs' share is 1024/1027.
+ADMIN_FIGURES = [
+    Phase("admin-weight", "cpu.weight 300/100 CPU-time ratio", "ratio", 0.0, timed=False,
+          better="configured", configured=3.0, tol=0.10, part_of="admin"),
+    Phase("admin-cpumax", "cpu.max 50000 100000 group's CPUs", "CPU", 0.0, timed=False,
+          better="configured", configured=0.5, tol=0.10, part_of="admin"),
+    Phase("admin-nice", "nice 0/19 CPU-time ratio", "ratio", 0.0, timed=False,
+          better="configured", configured=1024 / 15, tol=0.15, tol_to_eevdf=True,
+          part_of="admin"),
+    Phase("admin-nice-lat", "cyclictest P99 beside nice-19 hogs", "us", 0.0, timed=False,
+          target=1.0, part_of="admin"),
+    Phase("admin-idle-lat", "cyclictest P99 beside SCHED_IDLE hogs", "us", 0.0, timed=False,
+          target=1.0, part_of="admin"),
+    Phase("admin-idle-share", "plain hogs' share beside SCHED_IDLE hogs", "share", 0.0,
+          timed=False, better="configured", configured=1024 / 1027, tol=0.05, part_of="admin"),
+    Phase("admin-build", "hackbench beside a cpu.weight=20 build", "s", 0.0, timed=False,
+          target=1.0, part_of="admin"),
+]
 
 # Issue #7's phases. "est_s" is a rough guest cost besides the timed window: load start-up,
 # the fixed-size jobs. The ETA corrects itself from the measured pace as steps complete.
@@ -53,6 +83,10 @@ PHASES: dict[str, Phase] = {p.name: p for p in [
     # EEVDF's own P99 then moved 3.9-7.7 ms between runs of one boot.
     Phase("cyclictest", "cyclictest P99", "us", 14.0, target=1.0, windows=3),
     Phase("hackbench", "hackbench wall time", "s", 3.0, timed=False, target=1.1),
+    # What an administrator sets (issue #32), one guest step with the figures below (admin.py):
+    # 4 counter windows of BENCH_D, 2 cyclictest runs of 3 BENCH_D, hackbench beside a build.
+    Phase("admin", "administrator's controls", "-", 45.0, windows=10),
+    *ADMIN_FIGURES,
     # Building blocks of the other bench commands.
     Phase("idle", "scheduler CPU", "%", 0.0),
     Phase("busy", "scheduler CPU", "%", 1.0),
@@ -66,7 +100,16 @@ PHASES: dict[str, Phase] = {p.name: p for p in [
 ]}
 ATTACH_EST_S = 10.0  # BPF load + attach in the guest: 1 s under tcg-multi, more under load
 SCALE_PHASES = ["throughput", "floor", "latency", "burst", "longrun", "mixed", "deadline", "ipc",
-                "launch", "messaging", "cyclictest", "hackbench"]
+                "launch", "messaging", "cyclictest", "hackbench", "admin"]
+
+
+def report_phases(phases: list[str]) -> list[str]:
+    """The plan's phases as the report shows them: a phase with figures becomes its figures."""
+    out = []
+    for name in phases:
+        figures = [p.name for p in PHASES.values() if p.part_of == name]
+        out += figures or [name]
+    return out
 
 
 @dataclass

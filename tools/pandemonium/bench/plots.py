@@ -146,7 +146,11 @@ def phase_plot(plt, out_dir: Path, phase: str, cells: list[Cell],
           {s: [at[(n, s)].median if (n, s) in at else None for n in cores] for s in scheds},
           color, {s: [at[(n, s)].spread if (n, s) in at else None for n in cores] for s in scheds})
     ax.set_ylabel(f"{p.metric} ({p.unit})")
-    ax.set_title(f"{phase} (median, min-max; lower is better)")
+    if p.configured is not None:
+        ax.axhline(p.configured, color="black", linewidth=1, linestyle="--",
+                   label=f"configured ({p.configured:.3g})")
+    best = "closest to configured is best" if p.better == "configured" else "lower is better"
+    ax.set_title(f"{phase}\n(median, min-max; {best})")
     if p.unit == "us" and all(c.spread[0] > 0 for c in sub):
         ax.set_yscale("log")  # TCG tails span decades between schedulers
     ax.legend(fontsize="small")

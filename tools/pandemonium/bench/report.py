@@ -20,7 +20,28 @@ def fmt_value(v: float | None, unit: str) -> str:
         return f"{v:.2f} s"
     if unit == "us":
         return f"{v / 1000:.1f} ms" if v >= 10000 else f"{v:.0f} us"
+    if unit == "ratio":
+        return f"{v:.2f}"
+    if unit == "CPU":
+        return f"{v:.3f} CPU"
+    if unit == "share":
+        return f"{v:.3f}"
     return f"{v:g} {unit}"
+
+
+def fmt_configured(cell: Cell) -> str:
+    """'0.98x of 3' for a figure with a configured value; '' otherwise."""
+    phase = PHASES.get(cell.phase)
+    if phase is None or phase.configured is None or cell.median is None:
+        return ""
+    return f"{cell.median / phase.configured:.2f}x of {phase.configured:.3g}"
+
+
+def better_text(phase: str) -> str:
+    p = PHASES[phase]
+    if p.better == "configured":
+        return f"closest to the configured {fmt_value(p.configured, p.unit)} is best"
+    return "lower is better"
 
 
 def fmt_ratio(r: float | None) -> str:
@@ -30,9 +51,23 @@ def fmt_ratio(r: float | None) -> str:
 def verdict(cell: Cell) -> str:
     """Against issue #7's target for pandemonium; '' where no target applies."""
     phase = PHASES.get(cell.phase)
-    if cell.scheduler == EEVDF or phase is None or phase.target is None \
+    if cell.scheduler == EEVDF or phase is None \
+            or (phase.target is None and phase.tol is None) \
             or not cell.scheduler.startswith("pandemonium"):
         return ""
+    if phase.better == "configured":
+        if cell.median is None or phase.tol is None:
+            return ""
+        if phase.tol_to_eevdf:
+            if cell.ratio is None:
+                return "no EEVDF ratio"
+            if abs(cell.ratio - 1) <= phase.tol:
+                return "met"
+            return f"missed (target EEVDF's +-{phase.tol * 100:.0f} %)"
+        if abs(cell.median / phase.configured - 1) <= phase.tol:
+            return "met"
+        return (f"missed (target {fmt_value(phase.configured, phase.unit)} "
+                f"+-{phase.tol * 100:.0f} %)")
     if cell.phase == "deadline" and cell.median is not None:
         # No misses at all cannot be improved on, whatever EEVDF did; misses where EEVDF had
         # none (no ratio) are a miss.
@@ -50,9 +85,11 @@ def verdict(cell: Cell) -> str:
 def phase_table(phase: str, cells: list[Cell]) -> str:
     p = PHASES[phase]
     drift = eevdf_drift(cells)
-    rows = [f"### {phase}: {p.metric} (median of iterations; lower is better)", "",
-            "| cores | scheduler | median | spread (min-max) | n | ratio to EEVDF | target / failure |",
-            "|---|---|---|---|---|---|---|"]
+    cfg = p.configured is not None
+    rows = [f"### {phase}: {p.metric} (median of iterations; {better_text(phase)})", "",
+            "| cores | scheduler | median | spread (min-max) | n | ratio to EEVDF | "
+            + ("ratio to configured | " if cfg else "") + "target / failure |",
+            "|---|---|---|---|---|---|---|" + ("---|" if cfg else "")]
     for c in cells:
         if c.phase != phase:
             continue
@@ -63,7 +100,8 @@ def phase_table(phase: str, cells: list[Cell]) -> str:
         if c.scheduler == EEVDF and (phase, c.cores) in drift:
             ratio = f"(drift {drift[(phase, c.cores)]:.2f}x)"
         rows.append(f"| {c.cores} | {c.scheduler} | {fmt_value(c.median, p.unit)} | {spread} | "
-                    f"{n} | {ratio} | {_last_column(c)} |")
+                    f"{n} | {ratio} | " + (f"{fmt_configured(c) or '-'} | " if cfg else "")
+                    + f"{_last_column(c)} |")
     return "\n".join(rows) + "\n"
 
 

@@ -5,7 +5,10 @@ pandemonium (adaptive) is ahead of every other scheduler.
 pandemonium's median is at most every other scheduler's worst run, i.e. for each other scheduler
 S with a value there, median(pandemonium) <= max(S's runs). With one run each this is
 median <= value; with several, pandemonium is ahead when its median is below S's median or
-inside the spread of S's runs. Lower is better on every phase. The other schedulers are all of
+inside the spread of S's runs. Lower is better on every phase but the figures with a configured
+value (the admin phase's, plan.ADMIN_FIGURES): there "worst" is farthest from the configured
+value, so pandemonium is ahead when its median is at most as far from it as S's farthest run.
+The other schedulers are all of
 them: EEVDF, pandemonium-bpf and the external anchors. A scheduler without any value there (it did
 not attach, or every run failed) is left out of the comparison; a phase where pandemonium has no
 value counts as not ahead. A phase counts (is one of the M) when pandemonium ran it and at least
@@ -14,6 +17,7 @@ one other scheduler has a value there, unless it is a reference phase (the guest
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .aggregate import Cell
@@ -46,8 +50,22 @@ def score_phase(cells: list[Cell], phase: str, cores: int) -> PhaseScore | None:
     missing = sorted(s for s in others if s not in valued)
     if ours.median is None:
         return PhaseScore(phase, cores, False, sorted(valued), missing)
-    behind = [s for s, c in valued.items() if ours.median > c.spread[1]]
+    behind = [s for s, c in valued.items() if not _at_least_as_good(phase, ours.median, c)]
     return PhaseScore(phase, cores, not behind, behind, missing)
+
+
+def _at_least_as_good(phase: str, median: float, other: Cell) -> bool:
+    """Lower is better: median <= the other's worst (highest) run. A configured figure:
+    median at most as far from the configured value (log distance, so 1.5x over and 1.5x under
+    weigh alike) as the other's farthest run."""
+    p = PHASES.get(phase)
+    if p is None or p.better != "configured":
+        return median <= other.spread[1]
+
+    def dist(v: float) -> float:
+        return math.inf if v <= 0 else abs(math.log(v / p.configured))
+
+    return dist(median) <= max(dist(v) for v in other.values)
 
 
 def scores(cells: list[Cell], phases: list[str]) -> dict[int, list[PhaseScore]]:
@@ -78,11 +96,16 @@ def _entry(cell: Cell | None, unit: str) -> str:
         return ""
     if cell.median is None:
         return "failed" if cell.failures else "-"
+    from .report import fmt_configured
+
+    cfg = fmt_configured(cell)
+    cfg = f" [{cfg}]" if cfg else ""
     if cell.scheduler == EEVDF:
-        return fmt_value(cell.median, unit)
+        return fmt_value(cell.median, unit) + cfg
     v = verdict(cell)
     mark = " (met)" if v == "met" else " (missed)" if v.startswith("missed") else ""
-    return (fmt_ratio(cell.ratio) if cell.ratio is not None else fmt_value(cell.median, unit)) + mark
+    return (fmt_ratio(cell.ratio) if cell.ratio is not None else fmt_value(cell.median, unit)) \
+        + cfg + mark
 
 
 def table(cells: list[Cell], phases: list[str]) -> str:
@@ -96,7 +119,10 @@ def table(cells: list[Cell], phases: list[str]) -> str:
     out = ["## scoreboard", "",
            "Ratio to EEVDF in the same boot (median; lower is better); the EEVDF column is its "
            "own median. pandemonium's targets: (met) / (missed). ahead: pandemonium's median is "
-           "at most every other scheduler's worst run (tools/pandemonium/bench/scoreboard.py).", ""]
+           "at most every other scheduler's worst run (tools/pandemonium/bench/scoreboard.py)."
+           + (" Figures with a configured value (admin-*, marked '=X'): [the median's ratio to "
+              "it]; closest to it is best, and ahead means at most as far from it."
+              if any(PHASES[p].configured is not None for p in valued) else ""), ""]
     for cores, phase_scores in by_cores.items():
         score_of = {s.phase: s for s in phase_scores}
         out += [f"### {cores} cores", "",
@@ -108,7 +134,8 @@ def table(cells: list[Cell], phases: list[str]) -> str:
                 continue
             s = score_of.get(p)
             ahead = "-" if s is None else "yes" if s.ahead else f"no ({', '.join(s.behind)})"
-            out.append(f"| {p} | " + " | ".join(_entry(at.get(x), PHASES[p].unit) for x in scheds)
+            label = p + (f" (={PHASES[p].configured:.3g})" if PHASES[p].configured else "")
+            out.append(f"| {label} | " + " | ".join(_entry(at.get(x), PHASES[p].unit) for x in scheds)
                        + f" | {ahead} |")
         out += ["", ahead_line(cores, phase_scores), ""]
     return "\n".join(out) + "\n"

@@ -176,8 +176,37 @@ def _wake_to_run(result) -> list[str]:
     return out
 
 
+# The admin phase's side figures: (figure, extra key, what it is).
+ADMIN_SIDE = (("admin-cpumax", "free_cpus", "the unlimited group's CPUs beside the capped one"),
+              ("admin-build", "build_cpus", "the cpu.weight=20 build's CPUs while hackbench ran"))
+
+
+def _admin_side(result) -> list[str]:
+    """Per core count, each scheduler's median of the admin phase's side figures: where the
+    CPU the capped or light group did not get went."""
+    vals: dict[tuple, list[float]] = {}  # (cores, figure, scheduler) -> runs, in plan order
+    for r in result.records:
+        figs = (r.extra or {}).get("figures") if r.phase == "admin" else None
+        for fig, key, _ in ADMIN_SIDE if figs else ():
+            f = figs.get(fig) or {}
+            if r.error and f.get("state") != "enabled":
+                continue  # ejected before this part ended: measured partly under EEVDF
+            v = (f.get("extra") or {}).get(key)
+            if v is not None:
+                vals.setdefault((r.cores, fig, r.scheduler), []).append(v)
+    out = []
+    for cores in sorted({k[0] for k in vals}):
+        for fig, _, what in ADMIN_SIDE:
+            med = [(s, statistics.median(v)) for (c, f, s), v in vals.items()
+                   if c == cores and f == fig]
+            if med:
+                out.append(f"{what} at {cores} cores (median of runs): "
+                           + ", ".join(f"{s} {m:.3f}" for s, m in med))
+    return out
+
+
 def _scale(result, cells) -> list[str]:
-    return _floor(result, cells) + _wake_to_run(result)
+    return _floor(result, cells) + _wake_to_run(result) + _admin_side(result)
 
 
 VERDICTS = {"bench-scale": _scale, "bench-power": _power, "bench-pcpu": _pcpu, "bench-scx": _scx,

@@ -5,13 +5,19 @@
 //   benchlat launch COUNT PROG   fork+exec of PROG until its exit has been reaped
 // Prints one JSON object: count, p50_ns, p99_ns, max_ns, mean_ns. Samples are kept in a buffer
 // allocated before measuring; nothing is printed until the end.
+// And the admin phase's hogs, a busy loop under what an administrator sets with nice / chrt
+// (the same syscalls; busybox has neither applet):
+//   benchlat spin nice N         setpriority(N), then spin until killed
+//   benchlat spin idle           SCHED_IDLE (chrt -i 0), then spin until killed
 #define _GNU_SOURCE
 #include <errno.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,9 +106,34 @@ static int launch(uint64_t *s, size_t n, char *prog)
 	return 0;
 }
 
+// A setting the kernel refuses is an error before spinning: a hog that silently ran at nice 0
+// would make the phase measure nothing.
+static int spin(int argc, char **argv)
+{
+	if (argc == 4 && !strcmp(argv[2], "nice")) {
+		char *end;
+		long nice = strtol(argv[3], &end, 10);
+		if (*end || nice < -20 || nice > 19)
+			return fprintf(stderr, "benchlat: nice must be -20..19, got %s\n", argv[3]), 2;
+		if (setpriority(PRIO_PROCESS, 0, (int)nice))
+			return perror("setpriority"), 1;
+	} else if (argc == 3 && !strcmp(argv[2], "idle")) {
+		struct sched_param sp = { .sched_priority = 0 };
+		if (sched_setscheduler(0, SCHED_IDLE, &sp))
+			return perror("sched_setscheduler(SCHED_IDLE)"), 1;
+	} else {
+		return fputs("usage: benchlat spin nice N | benchlat spin idle\n", stderr), 2;
+	}
+	for (volatile unsigned long i = 0;; i++)
+		;
+}
+
 int main(int argc, char **argv)
 {
-	const char *usage = "usage: benchlat pipe COUNT | benchlat launch COUNT PROG\n";
+	const char *usage = "usage: benchlat pipe COUNT | benchlat launch COUNT PROG | "
+			    "benchlat spin nice N | benchlat spin idle\n";
+	if (argc >= 2 && !strcmp(argv[1], "spin"))
+		return spin(argc, argv);
 	if (argc < 3)
 		return fputs(usage, stderr), 2;
 	char *end;

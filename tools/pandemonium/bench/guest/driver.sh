@@ -255,6 +255,163 @@ phase_cyclictest() {
         | awk '/^#/ { print; next } { s = 0; for (i = 2; i <= NF; i++) s += $i; if (s > 0) print }'
 }
 phase_hackbench() { busy $((2 * N)); settle; hackbench -P -g "$BENCH_HB_GROUPS" -l "$BENCH_HB_LOOPS" 2>&1; }
+# -- admin: what an administrator sets (cgroup cpu.weight / cpu.max, nice, SCHED_IDLE) -------
+# Raw counters only; ../admin.py turns them into figures. Output lines:
+#   admin-count FIG LABEL BEFORE AFTER   a counter over FIG's window (usage_usec, schedstat ns,
+#                                        uptime centiseconds for LABEL "window_cs")
+#   admin-begin FIG / admin-end FIG      a tool's own output (cyclictest histogram, hackbench)
+#   admin-note FIG TEXT                  why FIG has no figure, or what was odd
+#   admin-state PART STATE               /sys/kernel/sched_ext/state when PART ended
+# Every group is removed at the end of its part (its tasks killed first), whatever happened.
+CG=/sys/fs/cgroup
+ADMIN_GROUPS=""
+admin_cgroup_ready() {
+    if [ ! -f $CG/cgroup.controllers ]; then
+        mkdir -p $CG
+        mount -t cgroup2 cgroup2 $CG 2>/dev/null
+    fi
+    [ -f $CG/cgroup.controllers ] || { echo "admin-note $1 no cgroup2 hierarchy at $CG"; return 1; }
+    grep -qw cpu $CG/cgroup.subtree_control || echo +cpu > $CG/cgroup.subtree_control 2>/dev/null
+    grep -qw cpu $CG/cgroup.subtree_control && return 0
+    echo "admin-note $1 cannot enable the cpu controller (controllers: $(cat $CG/cgroup.controllers))"
+    return 1
+}
+# cg_new FIG NAME [FILE VALUE]: a group under the root; a write the kernel refuses is a note.
+cg_new() {
+    local g=$CG/bench-$2
+    mkdir -p $g || { echo "admin-note $1 mkdir $g failed"; return 1; }
+    ADMIN_GROUPS="$ADMIN_GROUPS $g"
+    [ -z "$3" ] && return 0
+    echo "$4" > $g/$3 2>/dev/null || echo "admin-note $1 writing '$4' to $2/$3 was refused"
+    echo "admin-set $1 $2 $3 $(cat $g/$3 2>/dev/null | tr ' ' '_')"
+}
+# in_cg NAME CMD...: CMD in the background inside group NAME (the shell joins it, then execs).
+in_cg() {
+    local g=$CG/bench-$1; shift
+    sh -c 'echo $$ > "$0/cgroup.procs" || { echo "admin-note - could not join $0"; exit 1; }
+           exec "$@"' "$g" "$@" &
+    LOADS="$LOADS $!"
+}
+# cg_hogs NAME N: N busy loops in group NAME.
+cg_hogs() { local n=$2; while [ "$n" -gt 0 ]; do in_cg "$1" benchlat spin nice 0; n=$((n - 1)); done; }
+cg_usage() { awk '$1 == "usage_usec" { print $2 }' $CG/bench-$1/cpu.stat 2>/dev/null || echo 0; }
+# Kill what is left in the groups, reap the loads, remove the groups (children before parents).
+cg_cleanup() {
+    local g p t
+    for g in $ADMIN_GROUPS; do
+        [ -f $g/cgroup.kill ] && echo 1 > $g/cgroup.kill 2>/dev/null
+        for p in $(cat $g/cgroup.procs 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+    done
+    unload
+    for g in $ADMIN_GROUPS; do
+        t=0
+        until rmdir $g 2>/dev/null || [ ! -d $g ]; do
+            if [ $t -ge 10 ]; then
+                echo "admin-note cleanup $g not removed: $(wc -l < $g/cgroup.procs) tasks left"
+                break
+            fi
+            sleep 1; t=$((t + 1))
+        done
+    done
+    ADMIN_GROUPS=""
+}
+# admin_window FIG LABEL1 READER1 LABEL2 READER2: both counters over one BENCH_D window.
+# The admin functions keep their variables local: run_phase's t0/c0/t1/c1 are globals.
+admin_window() {
+    local a0 b0 w0 a1 b1 w1
+    settle
+    a0=$($3); b0=$($5); w0=$(now_cs)
+    sleep "$BENCH_D"
+    a1=$($3); b1=$($5); w1=$(now_cs)
+    echo "admin-count $1 $2 $a0 $a1"
+    echo "admin-count $1 $4 $b0 $b1"
+    echo "admin-count $1 window_cs $w0 $w1"
+}
+# Summed schedstat run time (ns) of the PIDs in a variable named $1.
+sched_ns() {
+    local p ps_list
+    eval "ps_list=\$$1"
+    for p in $ps_list; do cut -d' ' -f1 /proc/$p/schedstat 2>/dev/null; done \
+        | awk '{ s += $1 } END { printf "%.0f\n", s }'
+}
+# spin_set VAR N ARGS: N `benchlat spin ARGS` hogs in the root group, their PIDs in VAR.
+spin_set() {
+    local var=$1 n=$2 pids=""
+    shift 2
+    while [ "$n" -gt 0 ]; do benchlat spin "$@" & pids="$pids $!"; LOADS="$LOADS $!"; n=$((n - 1)); done
+    eval "$var=\"$pids\""
+}
+admin_cyclictest() {
+    echo "admin-begin $1"
+    cyclictest --policy=other -q -m -t "$N" -i $PERIOD_US -D "$BENCH_CYC_D" -h 100000 2>&1 \
+        | awk '/^#/ { print; next } { s = 0; for (i = 2; i <= NF; i++) s += $i; if (s > 0) print }'
+    echo "admin-end $1"
+}
+admin_weight() {
+    admin_cgroup_ready weight || return 0
+    cg_new weight w100 cpu.weight 100 && cg_new weight w300 cpu.weight 300 || { cg_cleanup; return 0; }
+    cg_hogs w100 $((2 * N)); cg_hogs w300 $((2 * N))
+    admin_window weight w100 "cg_usage w100" w300 "cg_usage w300"
+    cg_cleanup
+}
+admin_cpumax() {
+    admin_cgroup_ready cpumax || return 0
+    cg_new cpumax capped cpu.max "50000 100000" && cg_new cpumax free || { cg_cleanup; return 0; }
+    cg_hogs capped $((2 * N)); cg_hogs free $((2 * N))
+    admin_window cpumax capped "cg_usage capped" free "cg_usage free"
+    cg_cleanup
+}
+admin_nice() {
+    spin_set NICE0 $((2 * N)) nice 0; spin_set NICE19 $((2 * N)) nice 19
+    admin_window nice nice0 "sched_ns NICE0" nice19 "sched_ns NICE19"
+    unload
+    spin_set NICE19 $((2 * N)) nice 19; settle
+    admin_cyclictest nicelat
+    unload
+}
+admin_idle() {
+    spin_set IDLE $((2 * N)) idle; settle
+    admin_cyclictest idlelat
+    unload
+    spin_set PLAIN $((2 * N)) nice 0; spin_set IDLE $((2 * N)) idle
+    admin_window idleshare plain "sched_ns PLAIN" idle "sched_ns IDLE"
+    unload
+}
+# A build-shaped load (the stress matrix's build workload: make -j over generated gzip/sha256sum
+# steps; the guest has no compiler) in a cpu.weight=20 group, hackbench in the root group.
+admin_build() {
+    local src=/tmp/bench-build i u0 w0
+    admin_cgroup_ready build || return 0
+    rm -rf $src; mkdir -p $src/s $src/o
+    for i in $(seq 300); do seq $((i * 7)) > $src/s/f$i.c; done
+    {
+        printf 'SRC := $(wildcard s/*.c)\nOBJ := $(SRC:s/%%.c=o/%%.o)\n'
+        printf 'all: prog\nprog: $(OBJ)\n\tcat $^ | sha256sum > $@\n'
+        printf 'o/%%.o: s/%%.c\n\tgzip -c $< | sha256sum > $@\n'
+        printf 'clean:\n\trm -f o/*.o prog\n'
+    } > $src/Makefile
+    cg_new build light cpu.weight 20 || { cg_cleanup; return 0; }
+    in_cg light sh -c "while :; do make -C $src -s clean && make -C $src -s -j$((2 * N)) all; done"
+    settle; settle
+    u0=$(cg_usage light); w0=$(now_cs)
+    echo "admin-begin build"
+    hackbench -P -g "$BENCH_HB_GROUPS" -l "$BENCH_HB_LOOPS" 2>&1
+    echo "admin-end build"
+    echo "admin-count build light $u0 $(cg_usage light)"
+    echo "admin-count build window_cs $w0 $(now_cs)"
+    cg_cleanup
+    rm -rf $src
+}
+# After each part, the sched_ext state: a scheduler the kernel ejects mid-phase (its watchdog
+# on a starved SCHED_IDLE hog) keeps the figures of the parts it finished attached.
+phase_admin() {
+    local part
+    for part in weight cpumax nice idle build; do
+        admin_$part
+        echo "admin-state $part $(sx_state)"
+    done
+    echo "admin-done"
+}
 # Idle and load windows for the scheduler's own cost (bench-power).
 phase_idle() { sleep "$BENCH_D"; echo idle; }
 phase_busy() { load --workers $((2 * N)); sleep "$BENCH_D"; echo busy; }

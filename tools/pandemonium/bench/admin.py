@@ -1,0 +1,193 @@
+"""The admin phase (issue #32): what guest/driver.sh phase_admin printed, turned into one figure
+per control an administrator sets, and the figures turned into records the report aggregates
+like any phase's (one per figure, named as plan.ADMIN_FIGURES).
+
+The guest prints raw counters only ('admin-count FIG LABEL BEFORE AFTER'), tool output between
+'admin-begin FIG' and 'admin-end FIG', and 'admin-note FIG TEXT' where something was refused or
+missing. A figure the output cannot give (no cgroup controller, a group that got no CPU time)
+is a record with an error saying why, never a crash of the report.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from .parse import RC_EJECTED, Record, cyclictest_percentiles
+from .plan import ADMIN_FIGURES
+
+_COUNT = re.compile(r"^admin-count (\S+) (\S+) (-?\d+) (-?\d+)\s*$")
+_NOTE = re.compile(r"^admin-note (\S+) (.*)$")
+_HACKBENCH_TIME = re.compile(r"^Time:\s*([0-9.]+)\s*$", re.M)
+
+
+def counters(text: str) -> dict[str, dict[str, int]]:
+    """FIG -> LABEL -> AFTER - BEFORE."""
+    out: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        m = _COUNT.match(line.strip())
+        if m:
+            fig, label, before, after = m.groups()
+            out.setdefault(fig, {})[label] = int(after) - int(before)
+    return out
+
+
+def sections(text: str) -> dict[str, str]:
+    """FIG -> the tool output between its admin-begin and admin-end lines (an unterminated
+    section runs to the end: the tool was cut off, its parser says what is missing)."""
+    out: dict[str, str] = {}
+    current, lines = None, []
+    for line in text.splitlines():
+        if line.startswith("admin-begin "):
+            current, lines = line.split(None, 1)[1].strip(), []
+        elif line.startswith("admin-end ") and current is not None:
+            out[current] = "\n".join(lines)
+            current = None
+        elif current is not None:
+            lines.append(line)
+    if current is not None:
+        out[current] = "\n".join(lines)
+    return out
+
+
+def notes(text: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        m = _NOTE.match(line.strip())
+        if m:
+            out.setdefault(m.group(1), []).append(m.group(2).strip())
+    return out
+
+
+class _Missing(ValueError):
+    pass
+
+
+def _delta(c: dict[str, dict[str, int]], fig: str, label: str) -> int:
+    try:
+        return c[fig][label]
+    except KeyError:
+        raise _Missing(f"no {label} counter") from None
+
+
+def _ratio(c, fig: str, top: str, bottom: str) -> tuple[float, dict]:
+    a, b = _delta(c, fig, top), _delta(c, fig, bottom)
+    if b <= 0:
+        raise _Missing(f"the {bottom} side got no CPU time ({top} {a})")
+    return a / b, {f"{top}_cpu": a, f"{bottom}_cpu": b}
+
+
+def _weight(c, s):
+    return _ratio(c, "weight", "w300", "w100")
+
+
+def _cpumax(c, s):
+    used_us, window_cs = _delta(c, "cpumax", "capped"), _delta(c, "cpumax", "window_cs")
+    if window_cs <= 0:
+        raise _Missing("an empty window")
+    window_us = window_cs * 1e4
+    return used_us / window_us, {"free_cpus": _delta(c, "cpumax", "free") / window_us,
+                                 "window_s": window_cs / 100}
+
+
+def _nice(c, s):
+    return _ratio(c, "nice", "nice0", "nice19")
+
+
+def _idle_share(c, s):
+    plain, idle = _delta(c, "idleshare", "plain"), _delta(c, "idleshare", "idle")
+    if plain + idle <= 0:
+        raise _Missing("neither side got CPU time")
+    return plain / (plain + idle), {"plain_cpu_ns": plain, "idle_cpu_ns": idle}
+
+
+def _cyclictest(fig: str):
+    def parse(c, s):
+        if fig not in s:
+            raise _Missing("no cyclictest output")
+        (p50, p99), mx = cyclictest_percentiles(s[fig], (0.5, 0.99))
+        return p99, {"p50_us": p50, "max_us": mx}
+    return parse
+
+
+def _build(c, s):
+    m = _HACKBENCH_TIME.search(s.get("build", ""))
+    if not m:
+        raise _Missing("no 'Time:' line from hackbench")
+    extra = {}
+    light, window = c.get("build", {}).get("light"), c.get("build", {}).get("window_cs")
+    if light is not None and window:
+        extra["build_cpus"] = light / (window * 1e4)  # the light group's CPUs meanwhile
+    return float(m.group(1)), extra
+
+
+# Figure name -> (the guest's FIG whose notes explain a missing figure, the guest's part that
+# measures it, parser(counters, sections)).
+FIGURES = {
+    "admin-weight": ("weight", "weight", _weight),
+    "admin-cpumax": ("cpumax", "cpumax", _cpumax),
+    "admin-nice": ("nice", "nice", _nice),
+    "admin-nice-lat": ("nicelat", "nice", _cyclictest("nicelat")),
+    "admin-idle-lat": ("idlelat", "idle", _cyclictest("idlelat")),
+    "admin-idle-share": ("idleshare", "idle", _idle_share),
+    "admin-build": ("build", "build", _build),
+}
+_STATE = re.compile(r"^admin-state (\S+) (\S+)\s*$")
+
+
+def part_states(text: str) -> dict[str, str]:
+    """Part -> the sched_ext state when it ended ('enabled' while a scheduler was attached)."""
+    return {m.group(1): m.group(2) for line in text.splitlines()
+            if (m := _STATE.match(line.strip()))}
+assert list(FIGURES) == [p.name for p in ADMIN_FIGURES]
+
+
+def figures(text: str) -> dict[str, dict]:
+    """Figure name -> {"value": float | None, "extra": {...}, "error": str | None}."""
+    c, s, n, states = counters(text), sections(text), notes(text), part_states(text)
+    out = {}
+    for name, (fig, part, parse) in FIGURES.items():
+        try:
+            value, extra = parse(c, s)
+            error = None
+        except (_Missing, ValueError) as exc:
+            value, extra = None, {}
+            why = "; ".join(n.get(fig, []))
+            error = f"{name}: {exc}" + (f" ({why})" if why else "")
+        if value is not None and n.get(fig):
+            extra["notes"] = n[fig]
+        out[name] = {"value": value, "extra": extra, "error": error,
+                     "state": states.get(part)}
+    return out
+
+
+def parse_admin(text: str, rec: Record) -> None:
+    """parse.PARSERS' entry: the step's record keeps every figure in extra["figures"]; its own
+    value stays None (expand() makes the records the report shows)."""
+    rec.extra = {"figures": figures(text)}
+
+
+def expand(records: list[Record]) -> list[Record]:
+    """Each admin step's record becomes one record per figure (same run, cost and wall time);
+    a step that failed as a whole (not attached, ejected) gives every figure its error, except
+    that a scheduler ejected mid-step keeps the figures of the parts it was still attached at
+    the end of."""
+    out = []
+    for r in records:
+        if r.phase != "admin":
+            out.append(r)
+            continue
+        figs = (r.extra or {}).get("figures", {})
+        for i, name in enumerate(FIGURES):
+            f = figs.get(name)
+            # The scheduler's cost is the whole step's: the first figure carries it, once.
+            rec = r if i == 0 else replace(r, sched_cpu_pct=None, sched_rss_kb=None,
+                                           sched_hwm_kb=None)
+            kept = r.rc == RC_EJECTED and f is not None and f.get("state") == "enabled"
+            if (r.error and not kept) or f is None:
+                out.append(replace(rec, phase=name, value=None, extra={},
+                                   error=r.error or f"{name}: not in the output"))
+            else:
+                out.append(replace(rec, phase=name, value=f["value"], extra=dict(f["extra"]),
+                                   error=f["error"]))
+    return out
