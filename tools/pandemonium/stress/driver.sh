@@ -12,6 +12,10 @@
 #   sched.log       the scheduler's -v output, with "@@ begin W" / "@@ end W" markers
 #   dmesg.txt       the kernel log, with "pandemonium-stress: begin W" markers
 # Exit status: 0 when every step ran (the verdict is the host's job), 2 on bad usage.
+#
+# With STRESS_DRIVER_LIB=1 it only defines the helpers and workloads and returns, for a script
+# that sources it (bench-soak's soak.sh); D and T are then read when a workload runs, so the
+# sourcing script sets them per phase.
 
 D=$1
 MODE=$2
@@ -29,7 +33,7 @@ SPID=
 STARTS=0
 PRESTOP=-
 mkdir -p $R
-: > $CELLS
+[ -n "$STRESS_DRIVER_LIB" ] || : > $CELLS
 
 note() {
     echo "@@ $*" >> $SLOG
@@ -291,6 +295,8 @@ run_cell() {
         "load_ns=$(worst_load $W) rescues=$(rescues $W) $(meminfo)" | tee -a $CELLS
     PRESTOP=-
 }
+
+[ -n "$STRESS_DRIVER_LIB" ] && return 0
 
 # Whether the kernel serves ext tasks on CPUs kept busy by RT work (the sched_ext deadline
 # server, 6.19+; debugfs shows its parameters). Also on the console, like the cell lines.
