@@ -101,7 +101,7 @@ def cmd_bench_soak(args: argparse.Namespace) -> int:
     procdb_file = procdb_check(db.read_bytes()) if db and db.is_file() else None
 
     verdicts = judge(windows, events, ejections(dmesg), procdb_file,
-                     plan.expected_windows(args.duration))
+                     plan.expected_windows(args.duration), list(plan.PHASES))
     complaints = kernel_complaints(dmesg.splitlines())
     title = (f"bench-soak: {args.duration} s, {args.cpus} vCPUs, kernel {res.kernel_version}, "
              f"{res.accel_used}")

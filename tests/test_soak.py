@@ -167,6 +167,12 @@ def test_completed_verdict():
     assert not _verdicts(_windows(), events=unclean)["completed"].ok
     assert not _verdicts(_windows(), events=parse_events(EVENTS.replace("soak: end", "x")))[
         "completed"].ok
+    every = {v.name: v for v in judge(_windows(), parse_events(EVENTS), [], (42, ""), 6,
+                                      ["build", "kill"])}
+    assert every["completed"].ok
+    some = {v.name: v for v in judge(_windows(), parse_events(EVENTS), [], (42, ""), 6,
+                                     list(plan.PHASES))}
+    assert not some["completed"].ok and "gaming" in some["completed"].detail
 
 
 def test_cpu_pct_only_within_one_instance():

@@ -40,6 +40,8 @@ def markdown(windows: list[Window], events: Events, verdicts: list[Verdict], tit
             f"{_ms(w.wake_lat_max_ns)} | {_ms(w.probe_p99_ns)} | {_ms(w.probe_max_ns)} | "
             f"{w.rss_kb or '-'} | {'-' if w.cpu_ms is None else f'{w.cpu_ms / 1000:.1f}'} | "
             f"{'-' if pct is None else f'{pct:.1f}'} | {'-' if w.procdb is None else w.procdb} |")
+    rows += ["", "Phases, in order (exit status of the phase's workloads): "
+             + ", ".join(f"{name} {rc}" for name, rc in events.phases)]
     rows += ["", "Daemon starts (the procdb as each start found it):", ""]
     rows += [f"- pid {s.pid}, mode '{s.mode or 'auto'}', at {s.t} s: {s.load}"
              for s in events.starts]

@@ -87,7 +87,9 @@ launch() {
 # in it completed. P is the phase's name, for its result files.
 
 # A build: make -j over generated "compile" steps (no compiler in the guest: busybox gzip and
-# sha256sum, two short processes a step) beside a fork/exec storm of `true` per CPU.
+# sha256sum, two short processes a step) beside a fork/exec storm of `true` per CPU. Builds of
+# 60 steps (~11 s at 2 vCPUs under TCG), so that the phase ends close to its time.
+BUILD_STEPS=60
 ph_build() {
     wl_build > $R/$P.build.txt 2>&1 & b=$!
     wl_forkexec > $R/$P.forkexec.txt 2>&1 & f=$!
@@ -161,15 +163,20 @@ ejections() {
 
 # One window after another until NWIN are done: the progress monitor (bench-stress's: 200 us
 # of work every 3 ms; its worst gap is the longest it waited to run) and the wakeup probe (a
-# 10 ms period with 200 us of work) run the whole window, then the daemon is sampled.
+# 10 ms period with 200 us of work) run until SAMPLE_S before the window's end on the clock
+# (window n ends at n * WIN), then the daemon is sampled; sampling takes a few seconds under
+# load, and the clock keeps it from adding up over an hour.
+SAMPLE_S=5
 reporter() {
     n=0
     while [ $n -lt $NWIN ]; do
         n=$((n + 1))
-        timeout $((WIN + 60)) pandemonium-tools stress --workers 1 --run-us 200 --sleep-us 3000 \
-            --name st-monitor --duration-s $WIN > $R/win$n.monitor.json & m=$!
-        timeout $((WIN + 60)) pandemonium-tools probe --period-us 10000 --work-us 200 \
-            --name st-probe --duration-s $WIN > $R/win$n.probe.json
+        w=$((n * WIN - ($(now) - T0) - SAMPLE_S))
+        [ $w -lt 5 ] && w=5
+        timeout $((w + 60)) pandemonium-tools stress --workers 1 --run-us 200 --sleep-us 3000 \
+            --name st-monitor --duration-s $w > $R/win$n.monitor.json & m=$!
+        timeout $((w + 60)) pandemonium-tools probe --period-us 10000 --work-us 200 \
+            --name st-probe --duration-s $w > $R/win$n.probe.json
         wait $m
         pid=$(cat $ST/pid 2>/dev/null)
         pid=${pid:--}
@@ -188,21 +195,27 @@ reporter() {
 
 NWIN=$((TOTAL / WIN))
 [ $NWIN -lt 1 ] && NWIN=1
+# Time counts from the first attach: the soak is TOTAL seconds of a scheduler running.
 T0=$(now)
 say "begin cpus=$N total_s=$TOTAL phase_s=$PHASE window_s=$WIN windows=$NWIN kernel=$(uname -r)"
 MODE=
 launch || { dmesg > $R/dmesg.txt; say "end reason=noattach"; exit 0; }
+T0=$(now)
 echo "-" > $ST/phase
 reporter & RP=$!
 
+# The k-th phase (from 1) ends at k * PHASE on the clock, so a phase that overran (a build step, a
+# restart) shortens the next one instead of pushing the last phases out of the run.
 set -- $PHASES
+k=0
 while [ $(($(now) - T0)) -lt $TOTAL ]; do
     [ $# -eq 0 ] && set -- $PHASES
     P=$1
     shift
-    left=$((TOTAL - ($(now) - T0)))
-    D=$PHASE
-    [ $D -gt $left ] && D=$left
+    k=$((k + 1))
+    pend=$((k * PHASE))
+    [ $pend -gt $TOTAL ] && pend=$TOTAL
+    D=$((pend - ($(now) - T0)))
     [ $D -lt 10 ] && D=10
     T=$((D + GRACE))
     PHASE_END=$(($(now) + D))
@@ -223,13 +236,15 @@ echo "-" > $ST/phase
 wait $RP
 
 # A clean stop saves the procdb; a last start must load what it saved.
+old=$SPID
 stop_sched
-say "stop signal=INT rc=$STOP_RC"
+say "stop signal=INT pid=$old rc=$STOP_RC"
 cp $DB $R/procdb.bin 2>/dev/null
 MODE=
 if launch; then
+    old=$SPID
     stop_sched
-    say "stop signal=INT rc=$STOP_RC"
+    say "stop signal=INT pid=$old rc=$STOP_RC"
 fi
 dmesg > $R/dmesg.txt
 say "end t=$(($(now) - T0)) state=$(sched_state)"

@@ -42,7 +42,9 @@ def rss_growth(windows: list[Window], starts: dict[int, int | None]) -> list[tup
 
 
 def judge(windows: list[Window], events: Events, kernel_ejections: list[str],
-          procdb_file: tuple[int | None, str] | None, expected_windows: int) -> list[Verdict]:
+          procdb_file: tuple[int | None, str] | None, expected_windows: int,
+          phases: list[str] | tuple[str, ...] = ()) -> list[Verdict]:
+    """`phases`: every phase the run must have gone through at least once."""
     out = []
     last_count = max((w.ejections for w in windows if w.ejections is not None), default=0)
     n_ej = max(len(kernel_ejections), last_count)
@@ -73,6 +75,10 @@ def judge(windows: list[Window], events: Events, kernel_ejections: list[str],
         problems.append(f"{len(windows)} of {expected_windows} windows")
     if not events.ended:
         problems.append("the guest script did not finish")
+    ran = {name for name, _ in events.phases}
+    missing = [p for p in phases if p not in ran]
+    if missing:
+        problems.append(f"phases never run: {', '.join(missing)}")
     problems += [f"{s.signal} stop of pid {s.pid}: {s.rc}" for s in events.stops
                  if s.rc == "hang" or (s.signal in ("TERM", "INT") and s.rc != "0")]
     problems += events.deaths
