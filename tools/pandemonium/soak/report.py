@@ -85,7 +85,8 @@ def plot(windows: list[Window], path: Path, title: str) -> str:
               (axes[1][1], [w.procdb for w in windows], "procdb entries"))
     for ax, vals, label in panels:
         xs, ys = series(vals)
-        ax.plot(xs, ys, marker="o")
+        # CPU use is per instance: a line would join windows of different daemons.
+        ax.plot(xs, ys, marker="o", linestyle="none" if "CPU" in label else "-")
         ax.set_title(label)
     # Daemon restarts: where the pid changes.
     for prev, w in zip(windows, windows[1:]):
