@@ -3,6 +3,7 @@ window and event lines and the procdb file, and the verdicts."""
 
 from __future__ import annotations
 
+import re
 import struct
 import subprocess
 import zlib
@@ -80,6 +81,20 @@ def test_guest_script_has_every_phase_and_is_valid_sh():
         assert f"ph_{name}()" in text, name
     assert 'PHASES="' + " ".join(plan.PHASES) + '"' in text
     assert subprocess.run(["sh", "-n", str(plan.SCRIPT)], cwd=PROJECT_ROOT).returncode == 0
+
+
+def test_guest_script_uses_only_workloads_the_stress_driver_defines():
+    from tools.pandemonium.stress import workloads as stress_wl
+
+    used = set(re.findall(r"\b(wl_[a-z_]+)\b", plan.SCRIPT.read_text()))
+    defined = set(re.findall(r"^(wl_[a-z_]+)\(\)", stress_wl.DRIVER.read_text(), re.M))
+    assert used and used <= defined, used - defined
+
+
+@pytest.mark.parametrize("args", [[], ["300", "60"], ["300", "0", "50"], ["x", "60", "50"]])
+def test_guest_script_refuses_bad_usage(args):
+    proc = subprocess.run(["sh", str(plan.SCRIPT), *args], capture_output=True, text=True)
+    assert proc.returncode == 2 and "usage" in proc.stderr
 
 
 def test_parse_windows_keeps_missing_values_as_none():
