@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pandemonium_common import cache_dir, die, log
 from tools.pandemonium.soak import plan
-from tools.pandemonium.soak.parse import (Events, parse_events, parse_windows, procdb_check,
-                                          ejections)
+from tools.pandemonium.soak.parse import (Events, ejection_context, ejections, parse_events,
+                                          parse_windows, procdb_check)
 from tools.pandemonium.soak.report import markdown, plot
 from tools.pandemonium.soak.verdicts import judge
 from tools.pandemonium.stress import workloads as stress_wl
@@ -108,6 +108,10 @@ def cmd_bench_soak(args: argparse.Namespace) -> int:
     text = markdown(windows, events, verdicts, title)
     if complaints:
         text += "\nKernel log complaints:\n\n" + "\n".join(f"    {c}" for c in complaints) + "\n"
+    context = ejection_context(dmesg, _read(guest / "sched.log") if guest else "")
+    if context:
+        text += "\nEjections, with the kernel's and the daemon's words:\n\n" + "\n".join(
+            f"    {c}" for c in context) + "\n"
     if res.stalled:
         text += f"\nThe guest wedged: no progress for {plan.PROGRESS_TIMEOUT_S:.0f} s.\n"
     table = out / "soak.md"

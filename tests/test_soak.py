@@ -12,8 +12,8 @@ import pytest
 
 from pandemonium_common import PROJECT_ROOT
 from tools.pandemonium.soak import plan
-from tools.pandemonium.soak.parse import (ejections, loaded_profiles, parse_events,
-                                          parse_windows, procdb_check)
+from tools.pandemonium.soak.parse import (ejection_context, ejections, loaded_profiles,
+                                          parse_events, parse_windows, procdb_check)
 from tools.pandemonium.soak.report import cpu_pct, markdown
 from tools.pandemonium.soak.verdicts import judge, rss_growth
 
@@ -202,3 +202,14 @@ def test_markdown_has_a_row_per_window_and_the_verdicts():
     text = markdown(ws, ev, judge(ws, ev, [], (42, ""), 6), "t")
     assert text.count("\n| ") >= len(ws) + 5
     assert "| ejections | pass |" in text and "loaded 42 profiles" in text
+
+
+def test_ejection_context_keeps_the_kernel_dump_and_the_daemon_last_words():
+    dmesg = "\n".join([UNREG, STALL, "[44.4] scx_tick+0xa3/0xb0", "[44.5] later"])
+    slog = "\n".join(["d/s: 9 rescue: 0 [HEAVY]", "pandemonium: EXIT: runnable task stall",
+                      "d/s: 1", "@@ daemon gone before interactive: exit 1", "after"])
+    ctx = ejection_context(dmesg, slog, lines=2)
+    assert ctx == ["kernel:", f"    {STALL}", "    [44.4] scx_tick+0xa3/0xb0",
+                   "daemon (daemon gone before interactive: exit 1):",
+                   "    pandemonium: EXIT: runnable task stall"]
+    assert ejection_context(UNREG, "") == []

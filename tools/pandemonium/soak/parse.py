@@ -163,3 +163,21 @@ def procdb_check(data: bytes) -> tuple[int | None, str]:
     if width is None or len(payload) < 1 + width:
         return None, f"bad length prefix {tag}"
     return int.from_bytes(payload[1:1 + width], "little"), ""
+
+
+def ejection_context(dmesg: str, slog: str, lines: int = 30) -> list[str]:
+    """What to keep of an ejection: each kernel disable message with the dump lines after it,
+    and the daemon's own last words before each death soak.sh found (its -v telemetry left
+    out), so a report shows the finding without the guest's files at hand."""
+    out: list[str] = []
+    klines = dmesg.splitlines()
+    for i, line in enumerate(klines):
+        if line.strip() in ejections(line):
+            out += ["kernel:"] + [f"    {x}" for x in klines[i:i + lines]]
+    slines = slog.splitlines()
+    for i, line in enumerate(slines):
+        if line.startswith("@@ daemon gone"):
+            said = [x for x in slines[max(0, i - 4 * lines):i]
+                    if not x.startswith(("d/s:", "@@ "))][-lines:]
+            out += [f"daemon ({line[3:]}):"] + [f"    {x}" for x in said]
+    return out
