@@ -89,6 +89,14 @@ def cmd_bench_soak(args: argparse.Namespace) -> int:
                     tools=plan.GUEST_TOOLS, echo=False, on_line=progress,
                     progress_timeout=plan.PROGRESS_TIMEOUT_S,
                     extra_cmdline="rcupdate.rcu_task_stall_timeout=20000 log_buf_len=8M")
+    return write_report(out, res, args.duration, args.cpus)
+
+
+def write_report(out: Path, res, duration: int, cpus: int) -> int:
+    """Judges one guest run (`res`: run_in_vm's result, or anything with its out_dir, log_path,
+    kernel_version, accel_used, rc and stalled), writes soak.md, soak.json and soak.png to `out`
+    and prints the table. Returns the exit status: 1 when a verdict failed."""
+    phase_s, window_s = plan.phase_seconds(duration), plan.window_seconds(duration)
     guest = res.out_dir
     console = _read(res.log_path)
     windows = parse_windows(_read(guest / "windows.txt") if guest else "") or parse_windows(console)
@@ -101,9 +109,9 @@ def cmd_bench_soak(args: argparse.Namespace) -> int:
     procdb_file = procdb_check(db.read_bytes()) if db and db.is_file() else None
 
     verdicts = judge(windows, events, ejections(dmesg), procdb_file,
-                     plan.expected_windows(args.duration), list(plan.PHASES))
+                     plan.expected_windows(duration), list(plan.PHASES))
     complaints = kernel_complaints(dmesg.splitlines())
-    title = (f"bench-soak: {args.duration} s, {args.cpus} vCPUs, kernel {res.kernel_version}, "
+    title = (f"bench-soak: {duration} s, {cpus} vCPUs, kernel {res.kernel_version}, "
              f"{res.accel_used}")
     text = markdown(windows, events, verdicts, title)
     if complaints:
@@ -117,7 +125,7 @@ def cmd_bench_soak(args: argparse.Namespace) -> int:
     table = out / "soak.md"
     table.write_text(text)
     (out / "soak.json").write_text(json.dumps({
-        "duration_s": args.duration, "cpus": args.cpus, "kernel": res.kernel_version,
+        "duration_s": duration, "cpus": cpus, "kernel": res.kernel_version,
         "phase_s": phase_s, "window_s": window_s, "guest_rc": res.rc,
         "windows": [w.to_dict() for w in windows],
         "verdicts": [vars(v) for v in verdicts], "kernel_complaints": complaints}, indent=1) + "\n")
