@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from pandemonium_common import PROJECT_ROOT, PandemoniumError, die, log, setup_logging
+from pandemonium_soak import add_bench_soak_parser
 from pandemonium_stress import add_bench_stress_parser
 from pandemonium_install import (add_clean_parser, add_install_parser, add_rebuild_parser,
                                  add_status_parser, add_uninstall_parser)
@@ -230,7 +231,7 @@ def add_bench_parsers(sub: argparse._SubParsersAction) -> None:
 
 COMMANDS = [add_build_parser, add_run_parser, add_test_parser, add_vm_parser,
             add_install_parser, add_uninstall_parser, add_status_parser, add_clean_parser,
-            add_rebuild_parser, add_bench_parsers, add_bench_stress_parser]
+            add_rebuild_parser, add_bench_parsers, add_bench_stress_parser, add_bench_soak_parser]
 
 
 def build_parser() -> argparse.ArgumentParser:
