@@ -229,8 +229,16 @@ static __always_inline bool run_outwaited(u64 dsq, u64 *since, s32 cpu, u64 now)
 		if (!t || !t->enqueue_at || now - t->enqueue_at < MAX_WAIT_NS ||
 		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 			continue;
-		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
+		/*
+		 * A rescued run cut short by the first waker or tick (a light task is BATCH, the
+		 * first thing either preempts) could end before the task did any work, and it would
+		 * wait the whole bound again.
+		 */
+		t->wait_rescued = 1;
+		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			t->wait_rescued = 0;
 			continue;
+		}
 		/* The head's age is untouched; an emptied DSQ has none. */
 		if (scx_bpf_dsq_nr_queued(dsq) == 0)
 			*since = 0;

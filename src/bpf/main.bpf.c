@@ -435,14 +435,18 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	tctx->last_run_at = now;
 	tctx->bw_at = now;
 	cpu_ctx(cpu)->run_deadline = p->scx.dsq_vtime + p->scx.slice;
-	cpu_ctx(cpu)->run_kind = tctx->tier == TIER_BATCH ? RUN_BATCH : RUN_OTHER;
+	/* No waker claims a wait-bound rescue (run_outwaited()). */
+	if (tctx->wait_rescued)
+		cpu_ctx(cpu)->run_kind = RUN_NONE;
+	else
+		cpu_ctx(cpu)->run_kind = tctx->tier == TIER_BATCH ? RUN_BATCH : RUN_OTHER;
 	/*
 	 * A BATCH task that gets a CPU while interactive work waits in the node DSQ (an overflow
 	 * rescue, or the only thing this CPU's dispatch found first) or in a nearby CPU's own DSQ
 	 * (too young to steal yet) runs one preemption threshold, not a whole batch slice: it makes
 	 * progress without holding the waiters for 20 ms.
 	 */
-	if (tctx->tier == TIER_BATCH && (k = knobs()) && (tp = topo()) &&
+	if (tctx->tier == TIER_BATCH && !tctx->wait_rescued && (k = knobs()) && (tp = topo()) &&
 	    p->scx.slice > k->preempt_thresh_ns &&
 	    (scx_bpf_dsq_nr_queued(node_dsq(cpu_node(cpu))) > 0 ||
 	     rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp) >= 0))
@@ -493,6 +497,7 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 	p->scx.dsq_vtime += charge_task(p, tctx, used, now);
 	bw_charge_task(tctx, now);
 	cpu_ctx(scx_bpf_task_cpu(p))->run_kind = RUN_NONE;
+	tctx->wait_rescued = 0;
 	if (!runnable)
 		tctx->sleep_at = now;
 	note_stop(p, tctx, k, used, runnable, now);
@@ -548,7 +553,8 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 		p->scx.slice = 0;
 		return;
 	}
-	if (!tctx || !k || !tp || tctx->tier != TIER_BATCH)
+	/* A wait-bound rescue runs out its slice (run_outwaited()). */
+	if (!tctx || !k || !tp || tctx->tier != TIER_BATCH || tctx->wait_rescued)
 		return;
 	if (cpu_ctx(cpu)->local_urgent) {
 		cpu_ctx(cpu)->local_urgent = 0;

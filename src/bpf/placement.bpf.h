@@ -90,10 +90,16 @@ static __always_inline u64 task_slice(const struct task_ctx *tctx, const struct 
 	return s < cap ? s : cap;
 }
 
+/*
+ * A task queued again before it ran (sent back through enqueue() when a higher class took its
+ * CPU, or by a property change) keeps its first stamp: the wait bound counts the whole wait, not
+ * the part since the last move.
+ */
 static __always_inline void mark_enqueued(struct task_ctx *tctx, u64 now, u64 dsq,
 					  u64 enq_flags)
 {
-	tctx->enqueue_at = now;
+	if (!tctx->enqueue_at)
+		tctx->enqueue_at = now;
 	if (trace_slow_ro) {
 		tctx->enq_tier = tctx->tier;
 		tctx->enq_dsq = dsq;

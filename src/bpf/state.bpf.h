@@ -67,7 +67,7 @@ struct {
 } game_tgids SEC(".maps");
 
 struct task_ctx {
-	u64 enqueue_at;    /* last DSQ insertion, 0 while not queued (sojourn / wake latency) */
+	u64 enqueue_at;    /* first DSQ insertion since it last ran, 0 once it runs (wait bound, latency) */
 	u64 last_run_at;   /* start of the current run, for runtime accounting */
 	u64 sleep_at;      /* when the task last went to sleep, 0 if it did not */
 	u64 last_wake_at;  /* previous wakeup, for the wakeup frequency */
@@ -87,6 +87,7 @@ struct task_ctx {
 	u8 sync_wake;      /* select_cpu saw a wakeup whose waker keeps running: enqueue reads it */
 	u8 enq_tier;       /* trace_slow_ro only: the tier it was queued with */
 	u8 cg_idle;        /* its cgroup (or an ancestor) has cpu.idle set */
+	u8 wait_rescued;   /* the wait bound picked it: its next run is not cut short (dispatch.bpf.h) */
 	u64 cgid;          /* its cgroup's id, 0 in the root cgroup */
 	u64 cnt_cgid;      /* the group whose runnable_weight holds cnt_w */
 	u64 cnt_w;         /* weight it added to that sum while runnable, 0 if none */
