@@ -243,10 +243,16 @@ pub fn layer_starvation() {
 
 /// How long each side of the wait-bound layer runs.
 const WAIT_BOUND_SECS: u64 = 20;
-/// README's bound is about 2.1 s (2 s in a queue, then at most a batch slice before a CPU
-/// dispatches); the rest is room for the emulator's stalls (2.04-2.16 s on a quiet host, 3.77 s
-/// with a second VM on the host's 2 cores), still inside the 5 s watchdog. EEVDF: 4.7-5.9 s.
-const WAIT_BOUND_MAX: Duration = Duration::from_secs(4);
+/// README's bound is about 2.1 s: 2 s in a queue, then the next dispatch on the node (a batch
+/// slice at most). What BPF measures from a task's first queueing to its run is held to that
+/// plus room for a dispatching vCPU that the emulator stops for a moment (TCG runs one vCPU at a
+/// time).
+const WAIT_BOUND_BPF_MAX: Duration = Duration::from_millis(2600);
+/// A loop's own view, the longest gap between its progress counts, can hold two bounds: under TCG
+/// a vCPU may be stopped just after a rescued task starts on it while the guest clock goes on, so
+/// the run is charged with little or no work done and the task queues again (two rescues
+/// back to back read 4.02-4.05 s). Still inside the 5 s watchdog. EEVDF: 4.7-11.7 s.
+const WAIT_BOUND_GAP_MAX: Duration = Duration::from_millis(4600);
 
 /// The light loops' worst wait and every worker's report, beside 2 nice 0 loops per CPU.
 fn light_loops_worst_wait(n: usize) -> (Duration, Vec<super::workload::Report>) {
@@ -284,17 +290,24 @@ pub fn layer_wait_bound() {
     let mut sched = SchedulerProc::start(&[]);
     sched.wait_attached();
     let (ours, reports) = light_loops_worst_wait(n);
+    // Every task's, since this instance loaded: the loops, the nice 0 ones and the rest.
+    let bpf_max = Duration::from_nanos(maps::read_stats().wake_lat_max_ns);
     assert!(sched.running(), "scheduler died:\n{}", sched.output());
     sched.stop();
     assert_all_progressed("wait_bound", &reports);
     eprintln!(
         "gate wait_bound: {n} CPUs, {WAIT_BOUND_SECS} s, {n} SCHED_IDLE and {n} nice 19 loops \
-         beside {} nice 0 ones: their worst wait ours {ours:?} (bound {WAIT_BOUND_MAX:?}), \
-         EEVDF {eevdf:?}",
+         beside {} nice 0 ones: longest queue wait in BPF {bpf_max:?} (bar \
+         {WAIT_BOUND_BPF_MAX:?}); the light loops' worst gap between progress counts ours \
+         {ours:?} (bar {WAIT_BOUND_GAP_MAX:?}), EEVDF {eevdf:?}",
         2 * n
     );
     assert!(
-        ours < WAIT_BOUND_MAX,
-        "a light loop waited {ours:?}, past the wait bound's {WAIT_BOUND_MAX:?}"
+        bpf_max < WAIT_BOUND_BPF_MAX,
+        "a task waited {bpf_max:?} in a queue, past the wait bound's {WAIT_BOUND_BPF_MAX:?}"
+    );
+    assert!(
+        ours < WAIT_BOUND_GAP_MAX,
+        "a light loop went {ours:?} without progress, past {WAIT_BOUND_GAP_MAX:?}"
     );
 }
