@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-import pandemonium
-from pandemonium_common import PandemoniumError
+from tools.pandemonium import cli
+from tools.pandemonium.common import PandemoniumError
 from tools.pandemonium.bench import anchors, commands, native, plots
 from tools.pandemonium.bench import plan as P
 from tools.pandemonium.bench.driver import GUEST_DIR, driver_env
@@ -138,10 +138,10 @@ def test_native_runs_at_the_online_cpus_only(tmp_path):
     with pytest.raises(PandemoniumError, match="8 online CPUs only.*--vm"):
         native.native_cores([2, 4], 8, "bench-scale")
     spec = commands.BY_NAME["bench-scale"]
-    args = pandemonium.build_parser().parse_args(["bench-scale", "--quick"])
+    args = cli.build_parser().parse_args(["bench-scale", "--quick"])
     assert commands.plan_from_args(spec, args, native_online=8).cores == [8]
     assert commands.plan_from_args(spec, args).cores == [2]  # VM: the smallest of 2,4
-    args = pandemonium.build_parser().parse_args(["bench-scale", "--cores", "2"])
+    args = cli.build_parser().parse_args(["bench-scale", "--cores", "2"])
     with pytest.raises(PandemoniumError, match="does not take your CPUs offline"):
         commands.plan_from_args(spec, args, native_online=8)
 

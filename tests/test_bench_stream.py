@@ -460,7 +460,7 @@ def test_progress_of_a_resumed_boot_counts_only_its_own_steps():
 
 
 def test_boots_that_record_nothing_end_in_a_clear_error(tmp_path, fake_vm):
-    from pandemonium_common import PandemoniumError
+    from tools.pandemonium.common import PandemoniumError
 
     plan = _plan()
     fake_vm(plan, [1, 1])

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import pandemonium_build as build
-import pandemonium_packages as pkgs
-from pandemonium_common import PandemoniumError
+from tools.pandemonium import build
+from tools.pandemonium import packages as pkgs
+from tools.pandemonium.common import PandemoniumError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -202,7 +202,7 @@ def test_payload_holds_the_scheduler_checks_units_and_tools(tmp_path):
     for need in ("/payload/service_guest.py", "/payload/units/scx.service",
                  "/payload/units/pandemonium-gate.service",
                  "/payload/src/systemd/README.md",
-                 "/payload/src/pandemonium.py", "/payload/src/pandemonium_install.py",
+                 "/payload/src/pandemonium.py", "/payload/src/tools/pandemonium/install.py",
                  "/payload/src/systemd/pandemonium.service",
                  "/payload/src/systemd/pandemonium.default",
                  "/payload/src/build_support/system_packages.tsv",

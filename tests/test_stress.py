@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from pandemonium_common import PROJECT_ROOT
+from tools.pandemonium.common import PROJECT_ROOT
 from tools.pandemonium.stress import workloads as wl
 from tools.pandemonium.stress.report import (Run, markdown_table, pivot_table, summary,
                                             unexpected_count)

@@ -24,7 +24,7 @@ import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError, cache_dir, log
+from ..common import PandemoniumError, cache_dir, log
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ def install(anchor: Anchor, run=subprocess.run) -> Path:
     binary = anchor.installed()
     if binary.is_file():
         return binary
-    import pandemonium_build as build
+    from .. import build
 
     env = clang_on_path(dict(build.cargo_env(), BPF_CLANG=bpf_clang()))
     if not shutil.which("cargo", path=env.get("PATH")):

@@ -31,7 +31,7 @@ import shutil
 import zlib
 from pathlib import Path
 
-from pandemonium_common import log
+from ..common import log
 
 from ..vm.console import clean
 

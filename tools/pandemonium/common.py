@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-PROJECT_ROOT = Path(__file__).resolve().parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BINARY_NAME = "scx_pandemonium"
 # The measurement tools (probe, stress), a binary of their own that the benchmarks run in the guest.
 TOOLS_BINARY_NAME = "pandemonium-tools"

@@ -22,9 +22,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandemonium_attached as attached
-import pandemonium_coexist as coexist
-from pandemonium_common import (
+from . import attached, coexist
+from .common import (
     BINARY_NAME,
     PROJECT_ROOT,
     SYSTEMD_UNIT_DIRS,
@@ -323,7 +322,7 @@ class Status:
     sched_ext: str = "missing"          # missing / disabled / enabled / enabling / disabling
     ops: str | None = None
     ours_attached: bool = False
-    # When ours_attached: the scx_pandemonium processes found (pandemonium_attached.Attached).
+    # When ours_attached: the scx_pandemonium processes found (attached.Attached).
     attached: list[dict] = field(default_factory=list)
     service: str = "systemd not running"
     notes: list[str] = field(default_factory=list)
@@ -430,7 +429,7 @@ def format_status(st: Status, layout: Layout | None = None) -> str:
 # -- clean / rebuild ----------------------------------------------------------------
 
 def _cache_root() -> Path:
-    """The per-user cache (same rules as pandemonium_common.cache_dir, without creating it)."""
+    """The per-user cache (same rules as common.cache_dir, without creating it)."""
     base = os.environ.get("PANDEMONIUM_CACHE")
     if base:
         return Path(base)
@@ -453,7 +452,7 @@ def clean(project_root: Path = PROJECT_ROOT, *, cache: bool = False, package_onl
           target_dir: Path | None = None, cargo: str = "cargo") -> None:
     """cargo clean (CARGO_TARGET_DIR honored) and the extracted include/scx headers; the user's
     cache (VM kernels, initramfs images) only with cache=True."""
-    import pandemonium_build as build
+    from . import build
 
     project_root = Path(project_root)
     env = build.cargo_env()
@@ -542,7 +541,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         tools = _tools_beside(binary)
     else:
         if not args.no_build:
-            import pandemonium_build as build
+            from . import build
 
             build.ensure_packages(vm=False)
             build.build_release()
@@ -643,7 +642,7 @@ def add_rebuild_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    import pandemonium_build as build
+    from . import build
 
     build.ensure_packages(vm=False)
     clean(package_only=not args.full)

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pandemonium_common import PROJECT_ROOT, PandemoniumError
+from .common import PROJECT_ROOT, PandemoniumError
 
 TABLE = PROJECT_ROOT / "build_support" / "system_packages.tsv"
 COLUMNS = ("tool", "check", "group", "apt", "pacman", "dnf")

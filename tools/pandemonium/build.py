@@ -13,8 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandemonium_packages as pkgs
-from pandemonium_common import (
+from . import packages as pkgs
+from .common import (
     PROJECT_ROOT,
     PandemoniumError,
     log,
