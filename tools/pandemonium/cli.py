@@ -14,11 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import install
 from .common import PROJECT_ROOT, PandemoniumError, die, log, setup_logging
 from .soak.commands import add_bench_soak_parser
 from .stress.commands import add_bench_stress_parser
-from .install import (add_clean_parser, add_install_parser, add_rebuild_parser,
-                       add_status_parser, add_uninstall_parser)
 
 
 def add_vm_parser(sub: argparse._SubParsersAction) -> None:
@@ -228,9 +227,8 @@ def add_bench_parsers(sub: argparse._SubParsersAction) -> None:
     add_all(sub)
 
 
-COMMANDS = [add_build_parser, add_run_parser, add_test_parser, add_vm_parser,
-            add_install_parser, add_uninstall_parser, add_status_parser, add_clean_parser,
-            add_rebuild_parser, add_bench_parsers, add_bench_stress_parser, add_bench_soak_parser]
+COMMANDS = [add_build_parser, add_run_parser, add_test_parser, add_vm_parser, *install.PARSERS,
+            add_bench_parsers, add_bench_stress_parser, add_bench_soak_parser]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -73,15 +73,19 @@ def die(message: str, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
-def cache_dir(*parts: str) -> Path:
-    """Per-user cache (kernels, apt state, initramfs images); PANDEMONIUM_CACHE overrides."""
+def cache_root() -> Path:
+    """The per-user cache (kernels, apt state, initramfs images), not created here:
+    $PANDEMONIUM_CACHE, else $XDG_CACHE_HOME/pandemonium, else ~/.cache/pandemonium."""
     base = os.environ.get("PANDEMONIUM_CACHE")
     if base:
-        root = Path(base)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = (Path(xdg) if xdg else Path.home() / ".cache") / "pandemonium"
-    path = root.joinpath(*parts)
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "pandemonium"
+
+
+def cache_dir(*parts: str) -> Path:
+    """A directory below cache_root(), created if missing."""
+    path = cache_root().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -30,6 +30,7 @@ from .common import (
     TOOLS_BINARY_NAME,
     PandemoniumError,
     binary_version,
+    cache_root,
     cargo_target_dir,
     log,
     sched_ext_state,
@@ -428,15 +429,6 @@ def format_status(st: Status, layout: Layout | None = None) -> str:
 
 # -- clean / rebuild ----------------------------------------------------------------
 
-def _cache_root() -> Path:
-    """The per-user cache (same rules as common.cache_dir, without creating it)."""
-    base = os.environ.get("PANDEMONIUM_CACHE")
-    if base:
-        return Path(base)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "pandemonium"
-
-
 def _rmtree(path: Path) -> bool:
     if not path.exists() and not path.is_symlink():
         return False
@@ -472,7 +464,7 @@ def clean(project_root: Path = PROJECT_ROOT, *, cache: bool = False, package_onl
     if include.is_dir() and not any(include.iterdir()):
         include.rmdir()
     if cache:
-        root = _cache_root().resolve()
+        root = cache_root().resolve()
         if root in (Path("/"), Path.home().resolve(), project_root.resolve()):
             raise PandemoniumError(f"refusing to delete {root} as the cache")
         if not _rmtree(root):
