@@ -10,6 +10,7 @@ import os
 import shlex
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -117,26 +118,17 @@ def binary_version(binary: str | os.PathLike) -> str | None:
 
 # -- sched_ext detection (shared by status, benchmarks and the gate tools) ----------
 
+@dataclass(slots=True)
 class SchedExtState:
     """What /sys/kernel/sched_ext reports: `state` (disabled, enabling, enabled, disabling) and the
     attached scheduler's ops name (e.g. "pandemonium"), if any. Mirrors src/preflight.rs."""
 
-    __slots__ = ("state", "ops")
-
-    def __init__(self, state: str, ops: str | None) -> None:
-        self.state = state
-        self.ops = ops
+    state: str
+    ops: str | None
 
     @property
     def attached(self) -> bool:
         return self.state != "disabled"
-
-    def __eq__(self, other: object) -> bool:
-        return (isinstance(other, SchedExtState)
-                and (self.state, self.ops) == (other.state, other.ops))
-
-    def __repr__(self) -> str:
-        return f"SchedExtState(state={self.state!r}, ops={self.ops!r})"
 
 
 def sched_ext_state(sysfs_root: str | os.PathLike = "/sys") -> SchedExtState | None:
