@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! build.rs's reading of system_packages.tsv: which package brings a missing tool on apt, pacman
-//! and dnf systems. pandemonium_packages.py reads the same table and formats the same hint.
+//! and dnf systems. tools/pandemonium/packages.py reads the same table.
 
 /// Compiled in, so the hint cannot disagree with the table the Python tools read.
 pub const TABLE: &str = include_str!("system_packages.tsv");

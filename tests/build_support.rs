@@ -43,6 +43,21 @@ fn bpf_clang_is_the_only_candidate_when_set() {
 }
 
 #[test]
+fn the_versions_come_from_the_tables_clang_row() {
+    assert_eq!(clang::versions(), (18, 30));
+    assert_eq!(clang::versions_of("clang:18-30"), Some((18, 30)));
+    for bad in [
+        "clang",
+        "clang:18",
+        "clang:30-18",
+        "clang:x-30",
+        "cmd:clang",
+    ] {
+        assert_eq!(clang::versions_of(bad), None, "{bad}");
+    }
+}
+
+#[test]
 fn without_bpf_clang_versioned_names_come_newest_first_then_plain_clang() {
     for unset in [None, Some("")] {
         let c = clang::candidates(unset);
@@ -108,7 +123,7 @@ fn clangs_too_old_are_listed_for_the_error() {
         &c,
         path_with(&[("clang-16", "16.0.6"), ("clang", "17.0.6")]),
     );
-    // clang-16 is not a candidate at all (below MIN_CLANG); plain clang ran but is too old.
+    // clang-16 is not a candidate at all (below MIN); plain clang ran but is too old.
     assert_eq!(got, Err(names(&["clang 17.0.6"])));
 }
 
@@ -161,7 +176,7 @@ fn the_table_parses_and_every_row_names_a_package_everywhere() {
             ["build", "vm", "bench", "extra"].contains(&r.group),
             "{r:?}"
         );
-        let kind_ok = r.check == "clang"
+        let kind_ok = clang::versions_of(r.check).is_some()
             || ["cmd:", "file:", "py:"]
                 .iter()
                 .any(|k| r.check.starts_with(k) && r.check.len() > k.len());

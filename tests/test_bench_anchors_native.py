@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-import pandemonium
-from pandemonium_common import PandemoniumError
+from tools.pandemonium import cli
+from tools.pandemonium.common import PandemoniumError
 from tools.pandemonium.bench import anchors, commands, native, plots
 from tools.pandemonium.bench import plan as P
 from tools.pandemonium.bench.driver import GUEST_DIR, driver_env
@@ -98,12 +98,22 @@ def test_failed_install_names_cargos_last_lines(cache, monkeypatch):
         anchors.resolve(anchors.parse_external("/nonexistent/scx_x"))
 
 
-def test_bpf_clang_default(monkeypatch):
+def test_install_builds_with_our_builds_clang_else_plain_clang(cache, monkeypatch):
+    from tools.pandemonium import build
+
     monkeypatch.delenv("BPF_CLANG", raising=False)
-    monkeypatch.setattr(anchors.shutil, "which", lambda name: None)
-    assert anchors.bpf_clang() == "clang"
-    monkeypatch.setattr(anchors.shutil, "which", lambda name: "/usr/bin/clang-19")
-    assert anchors.bpf_clang() == "clang-19"
+    monkeypatch.setattr(anchors.shutil, "which", lambda *a, **k: "/usr/bin/cargo")
+    seen = []
+
+    def fake_run(cmd, env, **kw):
+        seen.append(env["BPF_CLANG"])
+        return SimpleNamespace(returncode=1, stdout="")
+
+    for found, want in (("clang-20", "clang-20"), (None, "clang")):
+        monkeypatch.setattr(build.pkgs, "usable_clang", lambda env=None, check=None: found)
+        with pytest.raises(PandemoniumError):
+            anchors.install(anchors.ANCHORS["bpfland"], run=fake_run)
+        assert seen[-1] == want
 
 
 def test_driver_env_lists_each_external_with_its_binary(tmp_path):
@@ -138,10 +148,10 @@ def test_native_runs_at_the_online_cpus_only(tmp_path):
     with pytest.raises(PandemoniumError, match="8 online CPUs only.*--vm"):
         native.native_cores([2, 4], 8, "bench-scale")
     spec = commands.BY_NAME["bench-scale"]
-    args = pandemonium.build_parser().parse_args(["bench-scale", "--quick"])
+    args = cli.build_parser().parse_args(["bench-scale", "--quick"])
     assert commands.plan_from_args(spec, args, native_online=8).cores == [8]
     assert commands.plan_from_args(spec, args).cores == [2]  # VM: the smallest of 2,4
-    args = pandemonium.build_parser().parse_args(["bench-scale", "--cores", "2"])
+    args = cli.build_parser().parse_args(["bench-scale", "--cores", "2"])
     with pytest.raises(PandemoniumError, match="does not take your CPUs offline"):
         commands.plan_from_args(spec, args, native_online=8)
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-import pandemonium
-from pandemonium_common import PandemoniumError
+from tools.pandemonium import cli
+from tools.pandemonium.common import PandemoniumError
 from tools.pandemonium.bench import commands
 from tools.pandemonium.bench import plan as P
 
 
 def _args(*argv: str):
-    return pandemonium.build_parser().parse_args(list(argv))
+    return cli.build_parser().parse_args(list(argv))
 
 
 def test_runs_bracket_every_iteration_with_eevdf_largest_core_count_first():
@@ -95,7 +95,7 @@ def test_external_takes_names_and_paths_repeatedly_and_pandemonium_only_drops_th
 
 def test_external_help_names_the_known_anchors(capsys):
     with pytest.raises(SystemExit):
-        pandemonium.build_parser().parse_args(["bench-scale", "--help"])
+        cli.build_parser().parse_args(["bench-scale", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "--external SPEC" in out and "scx_pandemonium 5.23.1" in out and "bpfland" in out
     assert "--vm" in out and "--no-build" in out
@@ -119,7 +119,7 @@ def test_every_command_has_help_and_known_phases(capsys):
     for spec in commands.COMMANDS:
         assert all(p in P.PHASES for p in spec.phases), spec.name
         with pytest.raises(SystemExit) as exc:
-            pandemonium.build_parser().parse_args([spec.name, "--help"])
+            cli.build_parser().parse_args([spec.name, "--help"])
         assert exc.value.code == 0
         assert "VM" in capsys.readouterr().out
 

@@ -12,7 +12,8 @@ import pytest
 
 from tools.pandemonium.bench import commands
 from tools.pandemonium.bench.aggregate import aggregate, bracket_ratio, eevdf_drift
-from tools.pandemonium.bench.parse import Record, cyclictest_p99, parse_results, perf_stat_counters
+from tools.pandemonium.bench.parse import (Record, cyclictest_percentiles, parse_results,
+                                           perf_stat_counters)
 from tools.pandemonium.bench.plots import plot
 from tools.pandemonium.bench.report import fmt_value, markdown, phase_table, verdict, write_json
 
@@ -95,11 +96,11 @@ def test_malformed_steps_line_and_missing_results_are_reported(tmp_path):
 
 
 def test_cyclictest_p99_counts_overflows_above_every_bucket():
-    p99, mx = cyclictest_p99((FIX / "cyclictest.txt").read_text())
+    (p99,), mx = cyclictest_percentiles((FIX / "cyclictest.txt").read_text(), (0.99,))
     # 90 samples at 10 us, 8 at 20 us, 1 at 100 us, 1 overflow: the 99th of 100 is 100 us
     assert (p99, mx) == (100.0, 9794.0)
     with pytest.raises(ValueError):
-        cyclictest_p99("# Histogram\n")
+        cyclictest_percentiles("# Histogram\n", (0.99,))
 
 
 def test_missing_rapl_is_reported_as_unavailable_not_failed(tmp_path):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import pandemonium_coexist as coexist
-import pandemonium_install as inst
+from tools.pandemonium import coexist
+from tools.pandemonium import install as inst
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import export_scx
+from tools.pandemonium.build import cargo_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -291,8 +292,7 @@ def test_exported_crate_builds_in_the_workspace(scx):
     # the project's lock file pins the registry dependencies to versions known to build
     shutil.copy(ROOT / "Cargo.lock", scx / "Cargo.lock")
     assert run(str(scx)).returncode == 0
-    env = dict(os.environ)
-    env.setdefault("BPF_CLANG", "clang-19")
+    env = cargo_env()  # BPF_CLANG as pandemonium.py picks it
     env.setdefault("CARGO_TARGET_DIR", str(scx / "target"))
     meta = subprocess.run([cargo, "metadata", "--format-version=1", "--no-deps"], cwd=scx,
                           env=env, capture_output=True, text=True)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from pandemonium_common import PROJECT_ROOT, PandemoniumError
+from tools.pandemonium.common import PROJECT_ROOT, PandemoniumError
 from tools.pandemonium.gate_runner import (GATE_SOURCE, HOST_LAYERS, failure_in_log,
                                            host_layers, known_layers, parse_layers,
                                            skipped_in_log)

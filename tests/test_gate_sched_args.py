@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 import tools.pandemonium.vm
-from pandemonium_common import PandemoniumError
+from tools.pandemonium.common import PandemoniumError
 from tools.pandemonium import gate_runner
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import pandemonium
-import pandemonium_install as inst
-from pandemonium_common import PandemoniumError
+from tools.pandemonium import cli
+from tools.pandemonium import install as inst
+from tools.pandemonium.common import PandemoniumError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -253,7 +253,7 @@ def test_help(cmd):
 
 
 def test_commands_are_registered():
-    names = set(pandemonium.build_parser()._subparsers._group_actions[0].choices)
+    names = set(cli.build_parser()._subparsers._group_actions[0].choices)
     assert {"install", "uninstall", "status", "clean", "rebuild"} <= names
 
 
@@ -326,12 +326,12 @@ def test_cli_refuses_live_install_without_root(monkeypatch, capsys, binary):
     monkeypatch.setattr(inst, "_euid", lambda: 1000)
     monkeypatch.delenv("DESTDIR", raising=False)
     with pytest.raises(SystemExit) as exc:
-        pandemonium.main(["install", "--binary", str(binary)])
+        cli.main(["install", "--binary", str(binary)])
     assert exc.value.code == 1
     err = capsys.readouterr().err
     assert "needs root" in err and "--destdir" in err
     with pytest.raises(SystemExit) as exc:
-        pandemonium.main(["uninstall"])
+        cli.main(["uninstall"])
     assert exc.value.code == 1
     assert "needs root" in capsys.readouterr().err
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import pandemonium_build as build
-import pandemonium_packages as pkgs
-from pandemonium_common import PandemoniumError
+from tools.pandemonium import build
+from tools.pandemonium import packages as pkgs
+from tools.pandemonium.common import PandemoniumError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ def test_the_table_names_a_package_for_every_manager():
     assert len(table) >= 10
     for row in table.values():
         assert row.group in pkgs.GROUPS, row
-        assert row.check == "clang" or re.fullmatch(r"(cmd|file|py):\S+", row.check), row
+        assert re.fullmatch(r"(clang|cmd|file|py):\S+", row.check), row
         assert all(name and name != pkgs.AUR for name in (row.apt, row.pacman, row.dnf)), row
     assert set(pkgs.group("build", table)) == {"clang", "libclang", "libelf", "zlib",
                                                "pkg-config", "make"}
@@ -85,12 +85,7 @@ def test_a_broken_table_is_refused(text, error):
         pkgs.parse(text)
 
 
-# -- hints (the same strings tests/build_support.rs expects from build.rs) -------------
-
-def test_the_clang_hint_matches_build_rs():
-    assert pkgs.install_hint(["clang"]) == (
-        "  apt-get install clang-19\n  pacman -S clang\n  dnf install clang")
-
+# -- hints --------------------------------------------------------------------------
 
 def test_a_hint_names_each_package_once_and_sets_aur_packages_apart():
     assert pkgs.install_hint(["cyclictest", "perf", "hackbench"]) == (
@@ -127,6 +122,13 @@ def test_presence_checks(tmp_path):
     assert pkgs.missing(list(table), table, env) == ["absent", "bar", "nomod"]
 
 
+def test_the_clang_versions_are_the_tables():
+    assert pkgs.clang_versions(pkgs.load()["clang"].check) == (18, 30)
+    for bad in ("clang", "clang:18", "clang:30-18", "clang:x-30", "cmd:clang-18-30"):
+        with pytest.raises(PandemoniumError, match="expected clang:MIN-NEWEST"):
+            pkgs.clang_versions(bad)
+
+
 def test_usable_clang_follows_build_rs(tmp_path):
     def clangs(*pairs):
         d = tmp_path / "-".join(f"{n}={v}" for n, v in pairs)
@@ -143,6 +145,9 @@ def test_usable_clang_follows_build_rs(tmp_path):
     assert pkgs.usable_clang(env) == "clang-20"
     # an explicit BPF_CLANG is not replaced by a better clang
     assert pkgs.usable_clang(dict(env, BPF_CLANG="clang-17")) is None
+    # the versions are the row's: clang-20 is past NEWEST, clang-17 below MIN
+    assert pkgs.usable_clang(env, "clang:18-19") is None
+    assert pkgs.usable_clang(env, "clang:17-19") == "clang-17"
 
 
 # -- ensure_packages ------------------------------------------------------------------

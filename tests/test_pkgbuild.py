@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import pandemonium_build as build
-import pandemonium_install as install
-import pandemonium_packages as pkgs
-from pandemonium_common import cargo_target_dir, tools_binary
+from tools.pandemonium import build
+from tools.pandemonium import install
+from tools.pandemonium import packages as pkgs
+from tools.pandemonium.common import cargo_target_dir, tools_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 

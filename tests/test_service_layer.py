@@ -202,7 +202,7 @@ def test_payload_holds_the_scheduler_checks_units_and_tools(tmp_path):
     for need in ("/payload/service_guest.py", "/payload/units/scx.service",
                  "/payload/units/pandemonium-gate.service",
                  "/payload/src/systemd/README.md",
-                 "/payload/src/pandemonium.py", "/payload/src/pandemonium_install.py",
+                 "/payload/src/pandemonium.py", "/payload/src/tools/pandemonium/install.py",
                  "/payload/src/systemd/pandemonium.service",
                  "/payload/src/systemd/pandemonium.default",
                  "/payload/src/build_support/system_packages.tsv",
@@ -295,6 +295,14 @@ def test_the_loader_is_installed_like_the_anchors():
 
 
 README = Path(__file__).resolve().parents[1] / "systemd" / "README.md"
+_MODE_ROW = re.compile(r"^\|\s*(\w+)\s*\|\s*`(\w+_mode)`\s*\|\s*`(\[[^`]*\])`", re.M)
+
+
+def readme_mode_table(readme: str) -> dict[str, tuple[str, list[str]]]:
+    """The scx_loader section's mode table: `*_mode` key -> (scx_loader mode, flags), the first
+    flags given where a row offers two."""
+    return {key: (mode, json.loads(flags))
+            for mode, key, flags in _MODE_ROW.findall(guest._loader_section(readme))}
 
 
 def test_the_guest_runs_the_loader_configuration_the_readme_documents():
@@ -304,7 +312,7 @@ def test_the_guest_runs_the_loader_configuration_the_readme_documents():
     config = tomllib.loads(guest.readme_loader_config(text))
     assert config["default_sched"] == "scx_pandemonium"
     assert config["default_mode"] in guest.SCHED_MODES
-    table = guest.readme_mode_table(text)
+    table = readme_mode_table(text)
     # The README's table of modes and its example configuration say the same.
     assert {mode for mode, _ in table.values()} == set(guest.SCHED_MODES)
     for key, (mode, flags) in table.items():

@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from pandemonium_common import PROJECT_ROOT
+from tools.pandemonium.common import PROJECT_ROOT
 from tools.pandemonium.soak import plan
 from tools.pandemonium.soak.parse import (ejection_context, ejections, loaded_profiles,
                                           parse_events, parse_windows, procdb_check)

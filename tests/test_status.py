@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import pandemonium_install as inst
-from pandemonium_common import SchedExtState, sched_ext_state
+from tools.pandemonium import install as inst
+from tools.pandemonium.common import SchedExtState, sched_ext_state
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -318,17 +318,17 @@ def test_process_lookup_only_when_pandemonium_is_attached(tmp_path):
 
 
 def test_cli_status_json_has_the_attached_process(tmp_path, monkeypatch, capsys):
-    import pandemonium_attached
+    from tools.pandemonium import attached
 
     binary = fake_binary(tmp_path / "bin/scx_pandemonium", "0.1.0")
     proc = tmp_path / "proc"
     fake_process(proc, 31, ["scx_pandemonium"], str(binary))
-    real_find = pandemonium_attached.find
-    monkeypatch.setattr(pandemonium_attached, "find", lambda _root="/proc": real_find(proc))
+    real_find = attached.find
+    monkeypatch.setattr(attached, "find", lambda _root="/proc": real_find(proc))
     monkeypatch.setenv("CARGO_TARGET_DIR", str(tmp_path / "no target"))
-    import pandemonium
+    from tools.pandemonium import cli
     sysfs = make_sysfs(tmp_path / "sys", "enabled", "pandemonium")
-    assert pandemonium.main(["status", "--json", "--sysfs", str(sysfs),
+    assert cli.main(["status", "--json", "--sysfs", str(sysfs),
                              "--destdir", str(tmp_path / "stage")]) == 0
     (a,) = json.loads(capsys.readouterr().out)["attached"]
     assert a["pid"] == 31 and a["exe"] == str(binary) and a["exact"] is True

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from pandemonium_common import PROJECT_ROOT
+from tools.pandemonium.common import PROJECT_ROOT
 from tools.pandemonium.stress import workloads as wl
 from tools.pandemonium.stress.report import (Run, markdown_table, pivot_table, summary,
                                             unexpected_count)
-from tools.pandemonium.stress.watch import is_progress, progress_count
+from tools.pandemonium.stress.watch import is_progress
 from tools.pandemonium.stress.results import (kernel_complaints, read_run, rescues_by_workload,
                                              split_kmsg)
 from tools.pandemonium.vm import qemu
@@ -241,6 +241,10 @@ def test_cli_help_and_bad_arguments():
         bad = subprocess.run(tool + args, capture_output=True, text=True)
         assert bad.returncode == 2, bad.stderr
         assert msg in bad.stderr and "Traceback" not in bad.stderr
+
+
+def progress_count(text: str) -> int:
+    return sum(1 for line in text.splitlines() if is_progress(line))
 
 
 def test_progress_lines_are_counted():

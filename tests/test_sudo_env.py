@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import pandemonium_build as build
-import pandemonium_install as install
-from pandemonium_common import (
+from tools.pandemonium import build
+from tools.pandemonium import install
+from tools.pandemonium.common import (
     SUDO_KEEP_ENV,
     PandemoniumError,
     sudo_argv,

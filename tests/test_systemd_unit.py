@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import pandemonium_install as inst
+from tools.pandemonium import install as inst
 
 ROOT = Path(__file__).resolve().parents[1]
 

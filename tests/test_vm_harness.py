@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pandemonium_common import PROJECT_ROOT
+from tools.pandemonium.common import PROJECT_ROOT
 from tools.pandemonium.vm import accel, guest_init, initramfs, qemu
 from tools.pandemonium.vm.apt_private import signature_failed_suites
 from tools.pandemonium.vm.apt_sources import (parse_deb822, parse_one_line, pick_debian_mirror,
@@ -387,17 +387,17 @@ def test_accel_modes_and_qemu_command():
 # -- CLI ----------------------------------------------------------------------------
 
 def test_cli_parses_vm_options_and_reports_errors(capsys):
-    import pandemonium
+    from tools.pandemonium import cli
 
-    args = pandemonium.build_parser().parse_args(
+    args = cli.build_parser().parse_args(
         ["vm", "--cpus", "4", "--add", "/x:/y", "--add", "/z", "--accel", "tcg-multi", "uname", "-r"])
     assert (args.cpus, args.add, args.accel, args.cmd) == (4, ["/x:/y", "/z"], "tcg-multi", ["uname", "-r"])
     with pytest.raises(SystemExit) as exc:
-        pandemonium.main(["vm", "--no-scheduler", "--kernel", "/nonexistent/kdir", "--", "true"])
+        cli.main(["vm", "--no-scheduler", "--kernel", "/nonexistent/kdir", "--", "true"])
     assert exc.value.code == 1
     assert "kernel directory /nonexistent/kdir does not exist" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
-        pandemonium.main(["vm", "--help"])
+        cli.main(["vm", "--help"])
     assert exc.value.code == 0
 
 

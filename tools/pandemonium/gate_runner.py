@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pandemonium_common import PROJECT_ROOT, PandemoniumError, log
+from .common import PROJECT_ROOT, PandemoniumError, log
 
 # The gate's layers are its #[test] functions: this file is the one list of them.
 GATE_SOURCE = PROJECT_ROOT / "tests" / "gate.rs"
@@ -137,7 +137,7 @@ def parse_sched_args(spec: str | None) -> str:
 def check_status_captures(results: Path | None) -> list[str]:
     """Reads the status layer's captured /sys/kernel/sched_ext trees with the status command's
     own code and returns what it got wrong ([] when it reports both moments correctly)."""
-    import pandemonium_install as inst
+    from . import install as inst
 
     problems = []
     for name, (state, ours, text) in STATUS_EXPECT.items():
@@ -157,7 +157,7 @@ def check_status_captures(results: Path | None) -> list[str]:
 
 def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, accel: str,
              extra_args: str = "") -> list[GateRun]:
-    from tools.pandemonium.vm import run_in_vm
+    from .vm import run_in_vm
 
     available = listed_tests(gate)
     hosted = host_layers(layers)
@@ -196,7 +196,7 @@ def run_service(cpus: int, kernel: str, accel: str, extra_args: str = "") -> Gat
     """The service layer, once (at the first vCPU count): it checks the systemd integration, which
     does not change with the CPU count. It runs the unit as installed, so --sched-args do not
     apply to it."""
-    from tools.pandemonium.vm.service import run_service_layer
+    from .vm.service import run_service_layer
 
     if extra_args:
         log.warning("gate service: runs the installed unit's configuration; --sched-args %r "

@@ -24,7 +24,7 @@ import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError, cache_dir, log
+from ..common import PandemoniumError, cache_dir, log
 
 
 @dataclass(frozen=True)
@@ -111,11 +111,6 @@ def parse_externals(specs: list[str]) -> list[External]:
     return out
 
 
-def bpf_clang() -> str:
-    """BPF_CLANG for the crates' BPF build: the caller's, else clang-19 if present, else clang."""
-    return os.environ.get("BPF_CLANG") or ("clang-19" if shutil.which("clang-19") else "clang")
-
-
 def clang_on_path(env: dict[str, str]) -> dict[str, str]:
     """env with a plain `clang` on PATH: some scx_utils build scripts call `clang` by that name,
     which a machine with only clang-19 lacks. The shim is a symlink to BPF_CLANG's binary in the
@@ -123,7 +118,7 @@ def clang_on_path(env: dict[str, str]) -> dict[str, str]:
     path = env.get("PATH", "")
     if shutil.which("clang", path=path):
         return env
-    target = shutil.which(env.get("BPF_CLANG") or "clang-19", path=path)
+    target = shutil.which(env.get("BPF_CLANG") or "clang", path=path)
     if not target:
         return env  # cargo's own error will name the missing compiler
     shim = cache_dir("anchors") / "clang-shim"
@@ -145,9 +140,12 @@ def install(anchor: Anchor, run=subprocess.run) -> Path:
     binary = anchor.installed()
     if binary.is_file():
         return binary
-    import pandemonium_build as build
+    from .. import build
 
-    env = clang_on_path(dict(build.cargo_env(), BPF_CLANG=bpf_clang()))
+    # The clang our own build uses (cargo_env); none found: scx_cargo's default, plain clang.
+    env = build.cargo_env()
+    env.setdefault("BPF_CLANG", "clang")
+    env = clang_on_path(env)
     if not shutil.which("cargo", path=env.get("PATH")):
         raise PandemoniumError(f"installing {anchor.crate}: cargo not found (https://rustup.rs)")
     log.info("installing %s %s (cargo install, a few minutes)...", anchor.crate, anchor.version)

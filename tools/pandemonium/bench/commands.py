@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError, cache_dir, log, scheduler_binary, \
+from ..common import PandemoniumError, cache_dir, log, scheduler_binary, \
     tools_binary
 
 from ..vm.accel import ICOUNT_HELP, MODES
@@ -166,8 +166,8 @@ def out_dir_for(spec: Command, args: argparse.Namespace) -> Path:
 
 
 def run_command(spec: Command, args: argparse.Namespace) -> int:
-    import pandemonium_build as build
-    import pandemonium_packages as pkgs
+    from .. import build
+    from .. import packages as pkgs
 
     from .driver import run_bench
     from .native import decide_here, online_cpus, run_native

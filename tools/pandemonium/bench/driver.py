@@ -37,8 +37,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pandemonium_common import PROJECT_ROOT, PandemoniumError, cache_dir, log
-from pandemonium_packages import missing_message
+from ..common import PROJECT_ROOT, PandemoniumError, cache_dir, log
+from ..packages import missing_message
 
 from . import anchors
 from . import resume as R
@@ -212,7 +212,7 @@ def _both(*callbacks):
 
 def _boot_once(plan: Plan, out_dir: Path, number: int, skipped: list[int], kernel: str,
                mode: str, echo: bool, extra_cmdline: str) -> _Boot:
-    from tools.pandemonium.vm import run_in_vm
+    from ..vm import run_in_vm
 
     add = [(str(GUEST_DIR / "driver.sh"), "/usr/local/bin/bench-driver"),
            (str(benchlat_binary()), "/usr/local/bin/benchlat")]

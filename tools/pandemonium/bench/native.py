@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError, log, sched_ext_state, scheduler_binary, \
+from ..common import PandemoniumError, log, sched_ext_state, scheduler_binary, \
     tools_binary
 
 from ..vm.follow import follow

@@ -98,17 +98,11 @@ def _throughput(text: str, rec: Record) -> None:
     rec.value = rec.wall_s
 
 
-def cyclictest_p99(text: str) -> tuple[float, float | None]:
-    """(P99 over all threads, max) in us from `cyclictest -h` rows 'latency count count ...'.
-    Overflows (beyond the histogram) count as above every bucket: a percentile that falls
-    among them reads as the max."""
-    pct, max_us = cyclictest_percentiles(text, (0.99,))
-    return pct[0], max_us
-
-
 def cyclictest_percentiles(text: str, quantiles: tuple[float, ...]) -> tuple[list[float],
                                                                               float | None]:
-    """([percentile per quantile], max) in us over all threads, as cyclictest_p99."""
+    """([percentile per quantile], max) in us over all threads from `cyclictest -h` rows
+    'latency count count ...'. Overflows (beyond the histogram) count as above every bucket: a
+    percentile that falls among them reads as the max."""
     counts: dict[int, int] = {}
     overflow = 0
     max_us = None

@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pandemonium_common import log
-from pandemonium_packages import install_hint
+from ..common import log
+from ..packages import install_hint
 
 from .aggregate import Cell
 from .plan import EEVDF, PHASES

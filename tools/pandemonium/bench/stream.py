@@ -31,7 +31,7 @@ import shutil
 import zlib
 from pathlib import Path
 
-from pandemonium_common import log
+from ..common import log
 
 from ..vm.console import clean
 
@@ -153,12 +153,3 @@ def decode(b64_lines: list[str], sha256: str) -> bytes:
     except (OSError, EOFError, zlib.error) as exc:
         raise ValueError(f"not gzip ({exc})") from None
 
-
-def replay(console_log: Path, dest: Path) -> StreamSaver:
-    """Reassemble from a saved console log (vm-console.log) after the fact."""
-    saver = StreamSaver(dest)
-    with open(console_log, "rb") as f:
-        for raw in f:
-            saver.feed(raw.decode("utf-8", errors="replace"))
-    saver.close()
-    return saver

@@ -55,7 +55,7 @@ def markdown(windows: list[Window], events: Events, verdicts: list[Verdict], tit
 
 def plot(windows: list[Window], path: Path, title: str) -> str:
     """Waits, RSS, CPU and procdb entries over the run, one panel each. Returns a status line."""
-    from tools.pandemonium.bench.plots import _pyplot, ensure_matplotlib
+    from ..bench.plots import _pyplot, ensure_matplotlib
 
     why = ensure_matplotlib()
     plt = _pyplot() if why is None else None

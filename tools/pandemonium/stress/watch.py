@@ -12,7 +12,3 @@ PROGRESS = ("stress-driver: ", "cell workload=")
 
 def is_progress(line: str) -> bool:
     return line.startswith(PROGRESS)
-
-
-def progress_count(text: str) -> int:
-    return sum(1 for line in text.splitlines() if is_progress(line))

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from pandemonium_common import cache_dir, log
+from ..common import cache_dir, log
 
 MODES = ("auto", "tcg-single", "tcg-multi", "tcg-icount", "kvm")
 # What tcg-icount means, for every --accel help that offers it (vm, bench-*).

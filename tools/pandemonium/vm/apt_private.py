@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError, banner, cache_dir, log
+from ..common import PandemoniumError, banner, cache_dir, log
 
 from .apt_sources import system_debian_mirror
 

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError
+from ..common import PandemoniumError
 
 # "libm.so.6 => /lib/x86_64-linux-gnu/libm.so.6 (0x...)" or "/lib64/ld-linux-x86-64.so.2 (0x...)"
 _ARROW = re.compile(r"^\s*(\S+)\s+=>\s+(.*?)\s*(?:\(0x[0-9a-fA-F]+\))?\s*$")

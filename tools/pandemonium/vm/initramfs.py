@@ -17,8 +17,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError, cache_dir, log
-from pandemonium_packages import missing_message
+from ..common import PandemoniumError, cache_dir, log
+from ..packages import missing_message
 
 from . import guest_init
 from .cpio import Archive

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError, cache_dir, log
+from ..common import PandemoniumError, cache_dir, log
 
 from .apt_private import PrivateApt
 

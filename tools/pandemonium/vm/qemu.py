@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from pandemonium_common import PandemoniumError
-from pandemonium_packages import missing_message
+from ..common import PandemoniumError
+from ..packages import missing_message
 
 from .accel import QEMU_ACCEL_ARGS
 from .console import ConsoleState, clean

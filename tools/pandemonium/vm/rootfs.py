@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pandemonium_common import PandemoniumError, cache_dir, log
+from ..common import PandemoniumError, cache_dir, log
 
 # Bump when build() changes what it produces in a way the key below does not see.
 FORMAT_VERSION = "1"
@@ -157,7 +157,7 @@ def _run(cmd: list[str]) -> None:
 
 def build(spec: RootfsSpec, dest: Path) -> None:
     """mmdebstrap into a temporary directory, customize, then mke2fs -d it into dest."""
-    import pandemonium_build as pbuild
+    from .. import build as pbuild
 
     from .apt_sources import system_debian_mirror
 

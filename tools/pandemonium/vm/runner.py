@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from pandemonium_common import PandemoniumError, banner, cache_dir, log, scheduler_binary, \
+from ..common import PandemoniumError, banner, cache_dir, log, scheduler_binary, \
     tools_binary
 
 from . import accel as accel_mod

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pandemonium_common import PROJECT_ROOT, log, scheduler_binary
+from ..common import PROJECT_ROOT, log, scheduler_binary
 
 from ..bench import anchors
 from . import accel as accel_mod

@@ -85,7 +85,6 @@ _EXPOSURE = re.compile(r"Overall exposure level for (\S+): ([0-9.]+) (\S+)")
 _LOADED_LINE = r"procdb \S+: loaded \d+ profiles"
 _SAVED_LINE = r"procdb: saved \d+ profiles"
 _TOML_BLOCK = re.compile(r"^```toml\n(.*?)^```", re.M | re.S)
-_MODE_ROW = re.compile(r"^\|\s*(\w+)\s*\|\s*`(\w+_mode)`\s*\|\s*`(\[[^`]*\])`", re.M)
 
 
 class CheckFailed(Exception):
@@ -184,13 +183,6 @@ def readme_loader_config(readme: str) -> str:
     if not m:
         raise ValueError("no toml block in the scx_loader section")
     return m.group(1)
-
-
-def readme_mode_table(readme: str) -> dict[str, tuple[str, list[str]]]:
-    """The section's mode table: `*_mode` key -> (scx_loader mode, flags), the first flags
-    given where a row offers two."""
-    return {key: (mode, json.loads(flags))
-            for mode, key, flags in _MODE_ROW.findall(_loader_section(readme))}
 
 
 def mode_args(config: dict, sched: str, mode: str) -> list[str]:

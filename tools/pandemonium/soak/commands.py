@@ -12,14 +12,13 @@ import json
 import time
 from pathlib import Path
 
-from pandemonium_common import cache_dir, die, log
-from tools.pandemonium.soak import plan
-from tools.pandemonium.soak.parse import (Events, ejection_context, ejections, parse_events,
-                                          parse_windows, procdb_check)
-from tools.pandemonium.soak.report import markdown, plot
-from tools.pandemonium.soak.verdicts import judge
-from tools.pandemonium.stress import workloads as stress_wl
-from tools.pandemonium.stress.results import kernel_complaints
+from ..common import cache_dir, die, log
+from ..stress import workloads as stress_wl
+from ..stress.results import kernel_complaints
+from . import plan
+from .parse import Events, ejection_context, ejections, parse_events, parse_windows, procdb_check
+from .report import markdown, plot
+from .verdicts import judge
 
 
 def add_bench_soak_parser(sub: argparse._SubParsersAction) -> None:
@@ -58,8 +57,8 @@ def _read(path: Path | None) -> str:
 
 
 def cmd_bench_soak(args: argparse.Namespace) -> int:
-    import pandemonium_build as build
-    from tools.pandemonium.vm import run_in_vm
+    from .. import build
+    from ..vm import run_in_vm
 
     try:
         plan.check_duration(args.duration)

@@ -18,7 +18,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from pandemonium_common import BINARY_NAME, SYSTEMD_UNIT_DIRS, binary_version
+from .common import BINARY_NAME, SYSTEMD_UNIT_DIRS, binary_version
 
 # The PATH systemd gives system services (systemd.exec(5)); /sbin and /bin only matter where /usr
 # is not merged, and add nothing where it is.

@@ -13,8 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandemonium_packages as pkgs
-from pandemonium_common import (
+from . import packages as pkgs
+from .common import (
     PROJECT_ROOT,
     PandemoniumError,
     log,
@@ -61,8 +61,13 @@ def ensure_packages(vm: bool, extra: list[str] | None = None) -> None:
 
 
 def cargo_env() -> dict[str, str]:
+    """The environment for cargo. BPF_CLANG, unless the caller set it, is the clang build.rs would
+    pick: the dependencies' build scripts (scx_utils) run $BPF_CLANG, else a plain `clang`."""
     env = dict(os.environ)
-    env.setdefault("BPF_CLANG", pkgs.usable_clang() or "clang-19")
+    if not env.get("BPF_CLANG"):
+        clang = pkgs.usable_clang(env)
+        if clang:
+            env["BPF_CLANG"] = clang
     cargo_bin = Path.home() / ".cargo" / "bin"
     if cargo_bin.is_dir() and str(cargo_bin) not in env.get("PATH", ""):
         env["PATH"] = f"{cargo_bin}:{env.get('PATH', '')}"
@@ -75,7 +80,8 @@ def cargo(*args: str) -> None:
     cmd = ["cargo", *args]
     if os.environ.get("SUDO_USER") and "BPF_CLANG" not in os.environ:
         log.warning("BPF_CLANG is not set: sudo drops the caller's unless told to keep it (%s); "
-                    "building with %s", sudo_command("..."), cargo_env()["BPF_CLANG"])
+                    "building with %s", sudo_command("..."),
+                    cargo_env().get("BPF_CLANG", "no clang found"))
     log.info("$ %s", " ".join(cmd))
     if subprocess.run(cmd, cwd=PROJECT_ROOT, env=cargo_env()).returncode != 0:
         raise PandemoniumError(f"`{' '.join(cmd)}` failed")

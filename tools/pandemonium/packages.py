@@ -1,8 +1,8 @@
 """The system package table (build_support/system_packages.tsv): which tools are missing here, and
 which package brings each one on apt, pacman and dnf systems.
 
-build.rs reads the same table (build_support/packages.rs) and formats the same hint, so a missing
-clang reads alike from cargo and from pandemonium.py. Standard library only.
+build.rs reads the same table (build_support/packages.rs, build_support/clang.rs): its clang row
+names the clang versions both sides look for. Standard library only.
 """
 
 from __future__ import annotations
@@ -15,15 +15,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pandemonium_common import PROJECT_ROOT, PandemoniumError
+from .common import PROJECT_ROOT, PandemoniumError
 
 TABLE = PROJECT_ROOT / "build_support" / "system_packages.tsv"
 COLUMNS = ("tool", "check", "group", "apt", "pacman", "dnf")
 GROUPS = ("build", "vm", "bench", "extra")
 AUR = "aur:"
-# Mirrors build_support/clang.rs (candidates): the clang build.rs would pick.
-MIN_CLANG = 18
-NEWEST_VERSIONED_CLANG = 30
 
 
 @dataclass(frozen=True)
@@ -67,13 +64,23 @@ def group(name: str, table: dict[str, Row] | None = None) -> list[str]:
     return [tool for tool, r in table.items() if r.group == name]
 
 
-def usable_clang(env: dict[str, str] | None = None) -> str | None:
-    """The clang build.rs would pick (BPF_CLANG alone if set, else the newest clang-N, then
-    clang), or None when none of them is >= MIN_CLANG."""
+def clang_versions(check: str) -> tuple[int, int]:
+    """(MIN, NEWEST) of the clang row's check, clang:MIN-NEWEST."""
+    lo, sep, hi = check.removeprefix("clang:").partition("-")
+    if not (check.startswith("clang:") and sep and lo.isdigit() and hi.isdigit()
+            and int(lo) <= int(hi)):
+        raise PandemoniumError(f"{TABLE.name}: clang check {check!r}, expected clang:MIN-NEWEST")
+    return int(lo), int(hi)
+
+
+def usable_clang(env: dict[str, str] | None = None, check: str | None = None) -> str | None:
+    """The clang build.rs would pick (BPF_CLANG alone if set, else clang-NEWEST .. clang-MIN,
+    then clang; `check`: the table's clang row's), or None when none of them is >= MIN."""
     env = os.environ if env is None else env
+    min_clang, newest = clang_versions(load()["clang"].check if check is None else check)
     wanted = env.get("BPF_CLANG")
     names = [wanted] if wanted else (
-        [f"clang-{v}" for v in range(NEWEST_VERSIONED_CLANG, MIN_CLANG - 1, -1)] + ["clang"])
+        [f"clang-{v}" for v in range(newest, min_clang - 1, -1)] + ["clang"])
     for name in names:
         path = shutil.which(name, path=env.get("PATH"))
         if not path:
@@ -85,15 +92,15 @@ def usable_clang(env: dict[str, str] | None = None) -> str | None:
         words = out.split()
         if "version" in words[:-1]:
             major = words[words.index("version") + 1].split(".")[0]
-            if major.isdigit() and int(major) >= MIN_CLANG:
+            if major.isdigit() and int(major) >= min_clang:
                 return name
     return None
 
 
 def present(row: Row, env: dict[str, str] | None = None) -> bool:
     kind, _, what = row.check.partition(":")
-    if row.check == "clang":
-        return usable_clang(env) is not None
+    if kind == "clang":
+        return usable_clang(env, row.check) is not None
     if kind == "cmd":
         return shutil.which(what, path=(os.environ if env is None else env).get("PATH")) is not None
     if kind == "file":

@@ -14,7 +14,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pandemonium_common import BINARY_NAME, binary_version
+from .common import BINARY_NAME, binary_version
 
 # The kernel keeps 15 bytes of a command name; "scx_pandemonium" happens to fit exactly.
 COMM = BINARY_NAME[:15]

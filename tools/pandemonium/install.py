@@ -22,15 +22,15 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandemonium_attached as attached
-import pandemonium_coexist as coexist
-from pandemonium_common import (
+from . import attached, coexist
+from .common import (
     BINARY_NAME,
     PROJECT_ROOT,
     SYSTEMD_UNIT_DIRS,
     TOOLS_BINARY_NAME,
     PandemoniumError,
     binary_version,
+    cache_root,
     cargo_target_dir,
     log,
     sched_ext_state,
@@ -323,7 +323,7 @@ class Status:
     sched_ext: str = "missing"          # missing / disabled / enabled / enabling / disabling
     ops: str | None = None
     ours_attached: bool = False
-    # When ours_attached: the scx_pandemonium processes found (pandemonium_attached.Attached).
+    # When ours_attached: the scx_pandemonium processes found (attached.Attached).
     attached: list[dict] = field(default_factory=list)
     service: str = "systemd not running"
     notes: list[str] = field(default_factory=list)
@@ -429,15 +429,6 @@ def format_status(st: Status, layout: Layout | None = None) -> str:
 
 # -- clean / rebuild ----------------------------------------------------------------
 
-def _cache_root() -> Path:
-    """The per-user cache (same rules as pandemonium_common.cache_dir, without creating it)."""
-    base = os.environ.get("PANDEMONIUM_CACHE")
-    if base:
-        return Path(base)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "pandemonium"
-
-
 def _rmtree(path: Path) -> bool:
     if not path.exists() and not path.is_symlink():
         return False
@@ -453,7 +444,7 @@ def clean(project_root: Path = PROJECT_ROOT, *, cache: bool = False, package_onl
           target_dir: Path | None = None, cargo: str = "cargo") -> None:
     """cargo clean (CARGO_TARGET_DIR honored) and the extracted include/scx headers; the user's
     cache (VM kernels, initramfs images) only with cache=True."""
-    import pandemonium_build as build
+    from . import build
 
     project_root = Path(project_root)
     env = build.cargo_env()
@@ -473,7 +464,7 @@ def clean(project_root: Path = PROJECT_ROOT, *, cache: bool = False, package_onl
     if include.is_dir() and not any(include.iterdir()):
         include.rmdir()
     if cache:
-        root = _cache_root().resolve()
+        root = cache_root().resolve()
         if root in (Path("/"), Path.home().resolve(), project_root.resolve()):
             raise PandemoniumError(f"refusing to delete {root} as the cache")
         if not _rmtree(root):
@@ -542,7 +533,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         tools = _tools_beside(binary)
     else:
         if not args.no_build:
-            import pandemonium_build as build
+            from . import build
 
             build.ensure_packages(vm=False)
             build.build_release()
@@ -643,7 +634,7 @@ def add_rebuild_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    import pandemonium_build as build
+    from . import build
 
     build.ensure_packages(vm=False)
     clean(package_only=not args.full)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import time
 
-from pandemonium_common import PandemoniumError, cache_dir, die, log
-from tools.pandemonium.stress import workloads as wl
-from tools.pandemonium.stress.report import (Run, incomplete, kernel_limit_count, markdown_table,
-                                             pivot_table, summary, unexpected_count, write_json)
-from tools.pandemonium.stress.results import read_run
-from tools.pandemonium.stress.watch import is_progress
+from ..common import PandemoniumError, cache_dir, die, log
+from . import workloads as wl
+from .report import (Run, incomplete, kernel_limit_count, markdown_table, pivot_table, summary,
+                     unexpected_count, write_json)
+from .results import read_run
+from .watch import is_progress
 
 
 def add_bench_stress_parser(sub: argparse._SubParsersAction) -> None:
@@ -73,7 +73,7 @@ def _settings(args: argparse.Namespace) -> dict:
 
 
 def _run_one(kernel: str, cpus: int, mode: str, s: dict, accel: str, out_root) -> Run:
-    from tools.pandemonium.vm import run_in_vm
+    from ..vm import run_in_vm
 
     out = out_root / f"{kernel}-{cpus}cpu-{mode}"
     cmd = ["sh", wl.GUEST_DRIVER, str(s["duration"]), wl.MODES[mode], *s["workloads"]]
@@ -100,7 +100,7 @@ def _run_one(kernel: str, cpus: int, mode: str, s: dict, accel: str, out_root) -
 
 
 def cmd_bench_stress(args: argparse.Namespace) -> int:
-    import pandemonium_build as build
+    from .. import build
 
     s = _settings(args)
     build.ensure_packages(vm=True, extra=wl.GUEST_TOOLS)

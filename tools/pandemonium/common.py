@@ -10,10 +10,11 @@ import os
 import shlex
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-PROJECT_ROOT = Path(__file__).resolve().parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BINARY_NAME = "scx_pandemonium"
 # The measurement tools (probe, stress), a binary of their own that the benchmarks run in the guest.
 TOOLS_BINARY_NAME = "pandemonium-tools"
@@ -73,15 +74,19 @@ def die(message: str, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
-def cache_dir(*parts: str) -> Path:
-    """Per-user cache (kernels, apt state, initramfs images); PANDEMONIUM_CACHE overrides."""
+def cache_root() -> Path:
+    """The per-user cache (kernels, apt state, initramfs images), not created here:
+    $PANDEMONIUM_CACHE, else $XDG_CACHE_HOME/pandemonium, else ~/.cache/pandemonium."""
     base = os.environ.get("PANDEMONIUM_CACHE")
     if base:
-        root = Path(base)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = (Path(xdg) if xdg else Path.home() / ".cache") / "pandemonium"
-    path = root.joinpath(*parts)
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "pandemonium"
+
+
+def cache_dir(*parts: str) -> Path:
+    """A directory below cache_root(), created if missing."""
+    path = cache_root().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -113,26 +118,17 @@ def binary_version(binary: str | os.PathLike) -> str | None:
 
 # -- sched_ext detection (shared by status, benchmarks and the gate tools) ----------
 
+@dataclass(slots=True)
 class SchedExtState:
     """What /sys/kernel/sched_ext reports: `state` (disabled, enabling, enabled, disabling) and the
     attached scheduler's ops name (e.g. "pandemonium"), if any. Mirrors src/preflight.rs."""
 
-    __slots__ = ("state", "ops")
-
-    def __init__(self, state: str, ops: str | None) -> None:
-        self.state = state
-        self.ops = ops
+    state: str
+    ops: str | None
 
     @property
     def attached(self) -> bool:
         return self.state != "disabled"
-
-    def __eq__(self, other: object) -> bool:
-        return (isinstance(other, SchedExtState)
-                and (self.state, self.ops) == (other.state, other.ops))
-
-    def __repr__(self) -> str:
-        return f"SchedExtState(state={self.state!r}, ops={self.ops!r})"
 
 
 def sched_ext_state(sysfs_root: str | os.PathLike = "/sys") -> SchedExtState | None:
