@@ -218,7 +218,9 @@ pub fn layer_starvation() {
     let secs = std::env::var("PANDEMONIUM_GATE_STARVATION_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+        // 30 s is a few thousand turns of each long-runner; the light loops' bound has its own
+        // layer (wait_bound).
+        .unwrap_or(30);
     let mut sched = SchedulerProc::start(&[]);
     sched.wait_attached();
     let mut mix = Mix::new();
