@@ -71,17 +71,31 @@ fn help_lists_the_options() {
 /// The tools run from their own binary: the benchmark drivers call it.
 #[test]
 fn the_tools_run_from_their_own_binary() {
-    for tool in ["probe", "stress"] {
+    for tool in ["probe", "stress", "frames", "audio"] {
         let o = tools().args([tool, "--help"]).output().unwrap();
         assert!(o.status.success(), "{tool} --help: {}", text(&o));
         assert!(text(&o).contains("--duration-s"), "{}", text(&o));
     }
-    let o = tools()
-        .args(["probe", "--duration-s", "0.05", "--period-us", "1000"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).starts_with(r#"{"tool":"probe""#));
+    for (args, tool) in [
+        (
+            &["probe", "--duration-s", "0.05", "--period-us", "1000"][..],
+            "probe",
+        ),
+        (
+            &["frames", "--duration-s", "0.05", "--warmup-s", "0"],
+            "frames",
+        ),
+        (&["audio", "--duration-s", "0.05"], "audio"),
+    ] {
+        let o = tools().args(args).output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let json = format!(r#"{{"tool":"{tool}""#);
+        assert!(
+            String::from_utf8_lossy(&o.stdout).starts_with(&json),
+            "{}",
+            text(&o)
+        );
+    }
 }
 
 /// The scheduler binary no longer runs them: a script still calling `scx_pandemonium probe` is
@@ -487,6 +501,11 @@ fn numeric_options_are_range_checked() {
             1,
             "out of range",
         ),
+        (&["frames", "--workers", "65"], 1, "1 to 64"),
+        (&["frames", "--fps", "nan"], 1, "positive number"),
+        (&["frames", "--duration-s", "inf"], 1, "between 0 and"),
+        (&["audio", "--work-us", "6000"], 1, "does not fit"),
+        (&["audio", "--rate", "0"], 1, "must be positive"),
         (&["probe", "--duration-s", "-1"], 1, "between 0 and"),
         (&["probe", "--period-us", "0"], 1, "must be positive"),
         (

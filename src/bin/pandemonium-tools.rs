@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! pandemonium-tools: the measurement tools of the benchmarks and the gate, `probe` (how late an
-//! interactive task wakes) and `stress` (the CPU load it competes with). They need neither root
+//! interactive task wakes), `stress` (the CPU load it competes with), `frames` (a game's frame
+//! times) and `audio` (an audio period's xruns). They need neither root
 //! nor sched_ext, and live apart from scx_pandemonium so the scheduler binary stays the
 //! scheduler. Their code is the library's `cli` module, which the gate also calls in-process.
 
 use clap::{Parser, Subcommand};
-use scx_pandemonium::cli::{probe, stress};
+use scx_pandemonium::cli::{audio, frames, probe, stress};
 use std::process::ExitCode;
 
 /// Measurement tools for scx_pandemonium's benchmarks: each prints one JSON object on stdout.
@@ -22,6 +23,11 @@ enum Tool {
     Probe(probe::ProbeArgs),
     /// CPU load generator: busy, pinned, long-running or duty-cycled workers.
     Stress(stress::StressArgs),
+    /// A game's frame loop (main, workers, render): frame-time P50/P99, 1 % low FPS, frames
+    /// over budget.
+    Frames(frames::FramesArgs),
+    /// An audio server's period (256 frames at 48 kHz): xruns and wakeup latency.
+    Audio(audio::AudioArgs),
 }
 
 fn main() -> ExitCode {
@@ -29,6 +35,8 @@ fn main() -> ExitCode {
     let result = match &cli.tool {
         Tool::Probe(a) => probe::run(a),
         Tool::Stress(a) => stress::run(a),
+        Tool::Frames(a) => frames::run(a),
+        Tool::Audio(a) => audio::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -46,12 +54,16 @@ mod tests {
     use clap::CommandFactory;
 
     #[test]
-    fn both_tools_parse_from_a_consistent_definition() {
+    fn every_tool_parses_from_a_consistent_definition() {
         // Clap checks its definition in debug_assert only, which a release test build skips.
         Cli::command().debug_assert();
         let cli = Cli::try_parse_from(["pandemonium-tools", "probe", "--duration-s", "1"]);
         assert!(matches!(cli.unwrap().tool, Tool::Probe(_)));
         let cli = Cli::try_parse_from(["pandemonium-tools", "stress", "--workers", "2"]);
         assert!(matches!(cli.unwrap().tool, Tool::Stress(_)));
+        let cli = Cli::try_parse_from(["pandemonium-tools", "frames", "--fps", "60"]);
+        assert!(matches!(cli.unwrap().tool, Tool::Frames(_)));
+        let cli = Cli::try_parse_from(["pandemonium-tools", "audio", "--work-us", "500-1000"]);
+        assert!(matches!(cli.unwrap().tool, Tool::Audio(_)));
     }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The measurement tools of the `pandemonium-tools` binary (src/bin/): `probe` (how late an
-//! interactive task wakes) and `stress` (the load it competes with). Each exposes its clap
+//! interactive task wakes), `stress` (the load it competes with), `frames` (a game's frame
+//! loop) and `audio` (an audio server's period). Each exposes its clap
 //! arguments, a `run` for the command line, and pure `measure*` functions the integration gate
 //! calls in-process.
 //!
@@ -8,12 +9,15 @@
 //! measurement functions take an explicit stop flag instead, so the gate can use them from a test
 //! harness that owns its own signals.
 
+pub mod audio;
 pub(crate) mod clock;
+pub mod frames;
 pub mod probe;
 mod signal;
 pub mod stats;
 pub mod stress;
 mod thread;
+mod work;
 
 /// Prints a tool's report as one line on stdout: the human spelling or the JSON object.
 pub(crate) fn print_report(

@@ -17,6 +17,7 @@ from ..common import PandemoniumError, cache_dir, log, scheduler_binary, \
 
 from ..vm.accel import ICOUNT_HELP, MODES
 from . import anchors
+from . import felt
 from . import plan as P
 from . import scoreboard
 from .admin import expand
@@ -37,11 +38,15 @@ class Command:
     bracket: bool = True
     sched_args: tuple[str, ...] = ()  # extra arguments for scx_pandemonium
     phase_s: int | None = None  # default timed-phase length when not Sizes().phase_s
+    # What --phases / --schedulers may also name, beyond the defaults above.
+    more_phases: tuple[str, ...] = ()
+    more_schedulers: tuple[str, ...] = ()
 
 
 COMMANDS = [
     Command("bench-scale", "latency/throughput suite vs EEVDF across core counts (issue #7)",
-            P.SCALE_PHASES, [P.PANDEMONIUM, P.PANDEMONIUM_BPF], cores="2,4"),
+            P.SCALE_PHASES, [P.PANDEMONIUM, P.PANDEMONIUM_BPF], cores="2,4",
+            more_phases=tuple(P.SCALE_EXTRA_PHASES), more_schedulers=(P.PANDEMONIUM_GAMING,)),
     Command("bench-contention", "probe P99 under 6 contention shapes, incl. storm and recovery",
             ["latency", "oversub", "burst", "recovery", "longrun", "mixed"],
             [P.PANDEMONIUM, P.PANDEMONIUM_BPF]),
@@ -78,7 +83,10 @@ def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
                     "a Markdown report (the scoreboard first) and plots under "
                     "~/.cache/pandemonium/bench/ and prints the path.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=f"phases: {', '.join(spec.phases)}\nexamples:\n  %(prog)s --cores {spec.cores}\n"
+        epilog=f"phases: {', '.join(spec.phases)}"
+               + (f" (and, with --phases, {', '.join(spec.more_phases)})" if spec.more_phases
+                  else "")
+               + f"\nexamples:\n  %(prog)s --cores {spec.cores}\n"
                "  %(prog)s --quick --external scx_bpfland --external upstream\n"
                "  %(prog)s --external '/opt/scx_rusty --slice-us-underutil 5000'")
     p.add_argument("--cores", default=None, metavar="N[,N]",
@@ -105,10 +113,14 @@ def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
     p.add_argument("--external", action="append", default=[], metavar="SPEC",
                    help=EXTERNAL_HELP)
     p.add_argument("--phases", metavar="P[,P]",
-                   help="run only these phases, in the command's order (default: all)")
+                   help="run only these phases, in the command's order (default: all"
+                        + (f" but {', '.join(spec.more_phases)}" if spec.more_phases else "")
+                        + ")")
     p.add_argument("--schedulers", metavar="S[,S]",
                    help="run only these of our modes (default: "
-                        + ",".join(spec.schedulers) + "); EEVDF and --external still run")
+                        + ",".join(spec.schedulers)
+                        + (f"; also {', '.join(spec.more_schedulers)}" if spec.more_schedulers
+                           else "") + "); EEVDF and --external still run")
     p.set_defaults(func=lambda args, spec=spec: run_command(spec, args))
 
 
@@ -137,8 +149,9 @@ def plan_from_args(spec: Command, args: argparse.Namespace,
         if args.phase_seconds < 1:
             raise PandemoniumError(f"{spec.name}: --phase-seconds must be at least 1")
         sizes.phase_s = args.phase_seconds
-    phases = pick(spec.name, "--phases", args.phases, spec.phases)
-    scheds = pick(spec.name, "--schedulers", args.schedulers, spec.schedulers)
+    phases = pick(spec.name, "--phases", args.phases, spec.phases, spec.more_phases)
+    scheds = pick(spec.name, "--schedulers", args.schedulers, spec.schedulers,
+                  spec.more_schedulers)
     external = [] if args.pandemonium_only else anchors.parse_externals(args.external)
     scheds += [e.label for e in external]
     return P.Plan(phases=phases, schedulers=scheds,
@@ -148,10 +161,13 @@ def plan_from_args(spec: Command, args: argparse.Namespace,
                   external=external, sched_args=list(spec.sched_args))
 
 
-def pick(command: str, flag: str, spec: str | None, allowed: list[str]) -> list[str]:
-    """A comma list narrowed from `allowed` (kept in its order); a name outside it is refused."""
+def pick(command: str, flag: str, spec: str | None, default: list[str],
+         more: tuple[str, ...] = ()) -> list[str]:
+    """A comma list narrowed from `default` + `more` (kept in that order); a name outside them is
+    refused. No list: `default`."""
     if spec is None:
-        return list(allowed)
+        return list(default)
+    allowed = list(default) + [m for m in more if m not in default]
     wanted = [w.strip() for w in spec.split(",") if w.strip()]
     unknown = [w for w in wanted if w not in allowed]
     if unknown or not wanted:
@@ -194,7 +210,7 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
     else:
         result = run_bench(plan, out, kernel=args.kernel, accel=args.accel, echo=args.echo)
     result.env["externals"] = {e.label: e.describe() for e in plan.external}
-    cells = aggregate(expand(result.records))
+    cells = aggregate(felt.expand(expand(result.records)))
     shown = P.report_phases(plan.phases)
     notes = notes_for(spec, result, cells)
     title = f"{spec.name}{' (quick)' if args.quick else ''}"

@@ -45,6 +45,7 @@ from . import resume as R
 from .parse import Record, parse_results
 from .plan import ATTACH_EST_S, EEVDF, Plan, accel_for, eta_s, fmt_duration
 from .stream import StreamSaver
+from ..stress.workloads import BUILD_LOAD, GUEST_BUILD_LOAD
 
 GUEST_DIR = Path(__file__).resolve().parent / "guest"
 TOOLS = ["stress-ng", "perf", "cyclictest", "hackbench", "make"]  # make: the admin phase's build
@@ -215,7 +216,8 @@ def _boot_once(plan: Plan, out_dir: Path, number: int, skipped: list[int], kerne
     from ..vm import run_in_vm
 
     add = [(str(GUEST_DIR / "driver.sh"), "/usr/local/bin/bench-driver"),
-           (str(benchlat_binary()), "/usr/local/bin/benchlat")]
+           (str(benchlat_binary()), "/usr/local/bin/benchlat"),
+           (str(BUILD_LOAD), GUEST_BUILD_LOAD)]
     # Each external in its own directory: upstream's binary has our scheduler's name.
     add += [(str(e.path), anchors.guest_path(e)) for e in externals_in(plan)]
     env = dict(driver_env(plan, anchors.guest_path), BENCH_STREAM="1",

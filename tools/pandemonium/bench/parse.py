@@ -233,6 +233,15 @@ def _admin(text: str, rec: Record) -> None:
 PARSERS["admin"] = _admin
 
 
+def _felt(text: str, rec: Record) -> None:
+    from .felt import parse_felt  # felt.py imports this module's Record
+
+    parse_felt(text, rec)
+
+
+PARSERS["frames"] = PARSERS["audio"] = _felt
+
+
 def parse_step(line: str, raw_dir: Path) -> Record:
     """One steps.tsv line: cores iter sched phase rc t0 t1 ticks0 rss0 hwm0 ticks1 rss1 hwm1
     (times in centiseconds of guest uptime)."""

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 EEVDF = "eevdf"
 PANDEMONIUM = "pandemonium"
 PANDEMONIUM_BPF = "pandemonium-bpf"
-OURS = (PANDEMONIUM, PANDEMONIUM_BPF)
+PANDEMONIUM_GAMING = "pandemonium-gaming"  # -m gaming: boosts a game Steam launched (src/games/)
+OURS = (PANDEMONIUM, PANDEMONIUM_BPF, PANDEMONIUM_GAMING)
 # Every other scheduler in a plan is an external one (anchors.py): a known anchor
 # (bpfland, lavd, upstream) or "ext:<basename>" for a binary given by path.
 
@@ -22,7 +23,7 @@ def is_external(scheduler: str) -> bool:
 @dataclass(frozen=True)
 class Phase:
     name: str
-    metric: str  # what the table shows; lower is better for every phase
+    metric: str  # what the table shows; lower is better unless `better` says otherwise
     unit: str
     est_s: float  # expected guest seconds beyond BENCH_D (for the ETA), scaled by timed
     timed: bool = True  # runs for BENCH_D seconds (times `windows`)
@@ -30,8 +31,9 @@ class Phase:
     target: float | None = None  # issue #7: max ratio to EEVDF for pandemonium
     target_note: str = ""
     reference: bool = False  # what the guest allows any scheduler: shown, not scored
-    # "lower" is better, or "configured": closest to `configured` (what the administrator set,
-    # in the figure's unit) is best, and pandemonium's target is being within `tol` of it.
+    # "lower" is better; "higher" is better (a frame rate: `target` is then a min ratio to
+    # EEVDF); or "configured": closest to `configured` (what the administrator set, in the
+    # figure's unit) is best, and pandemonium's target is being within `tol` of it.
     better: str = "lower"
     configured: float | None = None
     tol: float | None = None
@@ -39,6 +41,9 @@ class Phase:
     # shown, but EEVDF itself lands off it, e.g. nice 19 hogs' share in a short window).
     tol_to_eevdf: bool = False
     part_of: str | None = None  # a figure of a guest phase that yields several (admin)
+    # pandemonium's target as a bound on its own median, in the unit (at most, or at least when
+    # higher is better), instead of a ratio to EEVDF.
+    limit: float | None = None
 
 
 # The admin phase's figures (issue #32's bars as targets). The configured values are the
@@ -61,6 +66,37 @@ ADMIN_FIGURES = [
     Phase("admin-build", "hackbench beside a cpu.weight=20 build", "s", 0.0, timed=False,
           target=1.0, part_of="admin"),
 ]
+
+# What gamers and audio users feel beside a build (issue #33; felt.py): a 144 Hz game loop (4
+# workers x 1 ms, a render thread) and a PipeWire-like period (256 frames at 48 kHz, 0.5 ms of
+# work), each alone (the floor: reference figures) and then beside bench-soak's build load.
+FRAMES_FIGURES = [
+    Phase("frames-p50", "game frame time P50 beside a build", "ms", 0.0, timed=False,
+          part_of="frames"),
+    Phase("frames-p99", "game frame time P99 beside a build", "ms", 0.0, timed=False,
+          part_of="frames"),
+    # MangoHud's HUD "1%": the frame rate of the 1st percentile (felt.py, src/cli/frames).
+    Phase("frames-low", "game 1 % low FPS beside a build", "fps", 0.0, timed=False,
+          better="higher", target=1.0, target_note="and >= each anchor's (notes)",
+          part_of="frames"),
+    Phase("frames-over", "game frames over budget (> 1/144 s + 10 %) beside a build", "%", 0.0,
+          timed=False, limit=1.0, part_of="frames"),
+    Phase("frames-floor-low", "game 1 % low FPS, no load", "fps", 0.0, timed=False,
+          better="higher", reference=True, part_of="frames"),
+    Phase("frames-floor-over", "game frames over budget, no load", "%", 0.0, timed=False,
+          reference=True, part_of="frames"),
+]
+AUDIO_FIGURES = [
+    Phase("audio-xruns", "audio periods missed (xruns) beside a build", "%", 0.0, timed=False,
+          limit=0.1, part_of="audio"),
+    Phase("audio-wake", "audio wakeup latency P99 beside a build", "us", 0.0, timed=False,
+          part_of="audio"),
+    Phase("audio-floor-xruns", "audio periods missed (xruns), no load", "%", 0.0, timed=False,
+          reference=True, part_of="audio"),
+    Phase("audio-floor-wake", "audio wakeup latency P99, no load", "us", 0.0, timed=False,
+          reference=True, part_of="audio"),
+]
+BESIDE_WINDOWS = 3  # the frames and audio phases measure 3 BENCH_D beside the build, 1 alone
 
 # Issue #7's phases. "est_s" is a rough guest cost besides the timed window: load start-up,
 # the fixed-size jobs. The ETA corrects itself from the measured pace as steps complete.
@@ -87,6 +123,15 @@ PHASES: dict[str, Phase] = {p.name: p for p in [
     # 4 counter windows of BENCH_D, 2 cyclictest runs of 3 BENCH_D, hackbench beside a build.
     Phase("admin", "administrator's controls", "-", 45.0, windows=10),
     *ADMIN_FIGURES,
+    # One guest step each with the figures above: the tool alone for BENCH_D, then the build
+    # load's start (a 60-step tree) and 2 s to settle, then the tool beside it; the game warms
+    # up 2 s in both runs (gaming mode's scan).
+    Phase("frames", "game frames alone and beside a build", "-", 12.0,
+          windows=1 + BESIDE_WINDOWS),
+    *FRAMES_FIGURES,
+    Phase("audio", "audio periods alone and beside a build", "-", 8.0,
+          windows=1 + BESIDE_WINDOWS),
+    *AUDIO_FIGURES,
     # Building blocks of the other bench commands.
     Phase("idle", "scheduler CPU", "%", 0.0),
     Phase("busy", "scheduler CPU", "%", 1.0),
@@ -101,6 +146,8 @@ PHASES: dict[str, Phase] = {p.name: p for p in [
 ATTACH_EST_S = 10.0  # BPF load + attach in the guest: 1 s under tcg-multi, more under load
 SCALE_PHASES = ["throughput", "floor", "latency", "burst", "longrun", "mixed", "deadline", "ipc",
                 "launch", "messaging", "cyclictest", "hackbench", "admin"]
+# bench-scale runs these only when --phases names them: the CI smoke (--quick) stays as it was.
+SCALE_EXTRA_PHASES = ["frames", "audio"]
 
 
 def report_phases(phases: list[str]) -> list[str]:
@@ -141,6 +188,7 @@ class Sizes:
     def guest_env(self) -> dict[str, str]:
         return {"BENCH_D": str(self.phase_s),
                 "BENCH_CYC_D": str(self.phase_s * PHASES["cyclictest"].windows),
+                "BENCH_BESIDE_D": str(self.phase_s * BESIDE_WINDOWS),
                 "BENCH_OPS": str(self.ops),
                 "BENCH_PIPE_N": str(self.pipe_count), "BENCH_LAUNCH_N": str(self.launch_count),
                 "BENCH_MSG_LOOPS": str(self.msg_loops),

@@ -121,7 +121,9 @@ def scoreboard_plot(plt, out_dir: Path, cells: list[Cell], phases: list[str]) ->
                             va="bottom", fontsize="small")
         ax.set_yscale("log")
         ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="EEVDF (1.0)")
-        ax.set_ylabel("ratio to EEVDF (log; lower is better)")
+        higher = [p for p in shown if PHASES[p].better == "higher"]
+        ax.set_ylabel("ratio to EEVDF (log; lower is better"
+                      + (f", but higher on {', '.join(higher)}" if higher else "") + ")")
         ax.set_title(f"scoreboard at {cores} cores")
         ax.legend(fontsize="small")
         fig.tight_layout()
@@ -149,7 +151,8 @@ def phase_plot(plt, out_dir: Path, phase: str, cells: list[Cell],
     if p.configured is not None:
         ax.axhline(p.configured, color="black", linewidth=1, linestyle="--",
                    label=f"configured ({p.configured:.3g})")
-    best = "closest to configured is best" if p.better == "configured" else "lower is better"
+    best = {"configured": "closest to configured is best",
+            "higher": "higher is better"}.get(p.better, "lower is better")
     ax.set_title(f"{phase}\n(median, min-max; {best})")
     if p.unit == "us" and all(c.spread[0] > 0 for c in sub):
         ax.set_yscale("log")  # TCG tails span decades between schedulers

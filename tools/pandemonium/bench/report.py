@@ -20,6 +20,10 @@ def fmt_value(v: float | None, unit: str) -> str:
         return f"{v:.2f} s"
     if unit == "us":
         return f"{v / 1000:.1f} ms" if v >= 10000 else f"{v:.0f} us"
+    if unit == "ms":
+        return f"{v:.2f} ms"
+    if unit == "fps":
+        return f"{v:.1f} fps"
     if unit == "ratio":
         return f"{v:.2f}"
     if unit == "CPU":
@@ -41,7 +45,7 @@ def better_text(phase: str) -> str:
     p = PHASES[phase]
     if p.better == "configured":
         return f"closest to the configured {fmt_value(p.configured, p.unit)} is best"
-    return "lower is better"
+    return "higher is better" if p.better == "higher" else "lower is better"
 
 
 def fmt_ratio(r: float | None) -> str:
@@ -52,7 +56,7 @@ def verdict(cell: Cell) -> str:
     """Against issue #7's target for pandemonium; '' where no target applies."""
     phase = PHASES.get(cell.phase)
     if cell.scheduler == EEVDF or phase is None \
-            or (phase.target is None and phase.tol is None) \
+            or (phase.target is None and phase.tol is None and phase.limit is None) \
             or not cell.scheduler.startswith("pandemonium"):
         return ""
     if phase.better == "configured":
@@ -68,6 +72,20 @@ def verdict(cell: Cell) -> str:
             return "met"
         return (f"missed (target {fmt_value(phase.configured, phase.unit)} "
                 f"+-{phase.tol * 100:.0f} %)")
+    if phase.limit is not None:
+        if cell.median is None:
+            return ""
+        higher = phase.better == "higher"
+        if (cell.median >= phase.limit) if higher else (cell.median <= phase.limit):
+            return "met"
+        return f"missed (target {'>=' if higher else '<='} {fmt_value(phase.limit, phase.unit)})"
+    if phase.better == "higher":
+        if cell.ratio is None:
+            return "no EEVDF ratio"
+        if cell.ratio >= phase.target:
+            return "met"
+        return (f"missed (target >= {phase.target:g}x"
+                f"{' ' + phase.target_note if phase.target_note else ''})")
     if cell.phase == "deadline" and cell.median is not None:
         # No misses at all cannot be improved on, whatever EEVDF did; misses where EEVDF had
         # none (no ratio) are a miss.

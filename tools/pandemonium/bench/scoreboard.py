@@ -7,7 +7,9 @@ S with a value there, median(pandemonium) <= max(S's runs). With one run each th
 median <= value; with several, pandemonium is ahead when its median is below S's median or
 inside the spread of S's runs. Lower is better on every phase but the figures with a configured
 value (the admin phase's, plan.ADMIN_FIGURES): there "worst" is farthest from the configured
-value, so pandemonium is ahead when its median is at most as far from it as S's farthest run.
+value, so pandemonium is ahead when its median is at most as far from it as S's farthest run;
+and the frame rates (better="higher", the frames phase's 1 % low FPS): there "worst" is the
+lowest run, so pandemonium is ahead when its median is at least S's lowest run.
 The other schedulers are all of
 them: EEVDF, pandemonium-bpf and the external anchors. A scheduler without any value there (it did
 not attach, or every run failed) is left out of the comparison; a phase where pandemonium has no
@@ -59,6 +61,8 @@ def _at_least_as_good(phase: str, median: float, other: Cell) -> bool:
     median at most as far from the configured value (log distance, so 1.5x over and 1.5x under
     weigh alike) as the other's farthest run."""
     p = PHASES.get(phase)
+    if p is not None and p.better == "higher":
+        return median >= other.spread[0]
     if p is None or p.better != "configured":
         return median <= other.spread[1]
 
@@ -122,7 +126,11 @@ def table(cells: list[Cell], phases: list[str]) -> str:
            "at most every other scheduler's worst run (tools/pandemonium/bench/scoreboard.py)."
            + (" Figures with a configured value (admin-*, marked '=X'): [the median's ratio to "
               "it]; closest to it is best, and ahead means at most as far from it."
-              if any(PHASES[p].configured is not None for p in valued) else ""), ""]
+              if any(PHASES[p].configured is not None for p in valued) else "")
+           + (" Higher is better on " + ", ".join(p for p in valued if PHASES[p].better == "higher")
+              + " (frame rates): there a ratio above 1 is ahead of EEVDF, and ahead means at "
+              "least every other scheduler's lowest run."
+              if any(PHASES[p].better == "higher" for p in valued) else ""), ""]
     for cores, phase_scores in by_cores.items():
         score_of = {s.phase: s for s in phase_scores}
         out += [f"### {cores} cores", "",

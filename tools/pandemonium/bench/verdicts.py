@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import statistics
 
+from . import felt
 from .plan import EEVDF, PHASES, is_external
 
 COST_CPU_PCT_MAX = 0.5  # issue #6
@@ -206,7 +207,8 @@ def _admin_side(result) -> list[str]:
 
 
 def _scale(result, cells) -> list[str]:
-    return _floor(result, cells) + _wake_to_run(result) + _admin_side(result)
+    return _floor(result, cells) + _wake_to_run(result) + _admin_side(result) \
+        + felt.notes(result, cells)
 
 
 VERDICTS = {"bench-scale": _scale, "bench-power": _power, "bench-pcpu": _pcpu, "bench-scx": _scx,

@@ -84,7 +84,8 @@ def cmd_bench_soak(args: argparse.Namespace) -> int:
                     cpus=args.cpus, mem_mb=plan.GUEST_MEM_MB, kernel=args.kernel,
                     accel=args.accel, out_dir=out / "guest", timeout=plan.vm_timeout(args.duration),
                     add=[(str(plan.SCRIPT), plan.GUEST_SCRIPT),
-                         (str(stress_wl.DRIVER), stress_wl.GUEST_DRIVER)],
+                         (str(stress_wl.DRIVER), stress_wl.GUEST_DRIVER),
+                         (str(stress_wl.BUILD_LOAD), stress_wl.GUEST_BUILD_LOAD)],
                     tools=plan.GUEST_TOOLS, echo=False, on_line=progress,
                     progress_timeout=plan.PROGRESS_TIMEOUT_S,
                     extra_cmdline="rcupdate.rcu_task_stall_timeout=20000 log_buf_len=8M")

@@ -82,7 +82,9 @@ def _run_one(kernel: str, cpus: int, mode: str, s: dict, accel: str, out_root) -
     stall_s = wl.progress_timeout(s["duration"])
     res = run_in_vm(cmd, cpus=cpus, mem_mb=wl.GUEST_MEM_MB, kernel=kernel, accel=accel,
                     out_dir=out, timeout=wl.vm_timeout(len(s["workloads"]), s["duration"]),
-                    add=[(str(wl.DRIVER), wl.GUEST_DRIVER)], tools=wl.GUEST_TOOLS, echo=False,
+                    add=[(str(wl.DRIVER), wl.GUEST_DRIVER),
+                         (str(wl.BUILD_LOAD), wl.GUEST_BUILD_LOAD)],
+                    tools=wl.GUEST_TOOLS, echo=False,
                     on_line=is_progress, progress_timeout=stall_s,
                     extra_cmdline="rcupdate.rcu_task_stall_timeout=20000 log_buf_len=8M")
     wedged = ([f"the guest wedged: no progress for {stall_s:.0f} s, stopped by the host"]

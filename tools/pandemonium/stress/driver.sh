@@ -22,6 +22,10 @@ MODE=$2
 [ -n "$D" ] && [ "$D" -gt 0 ] 2>/dev/null || { echo "usage: driver.sh DURATION_S ARGS W..." >&2; exit 2; }
 shift 2
 R=/results
+# The build workload's tree (shared with the bench drivers): the guest's copy, or the checkout's.
+BUILD_LOAD_SH=${BUILD_LOAD_SH:-/usr/local/bin/build-load.sh}
+[ -r "$BUILD_LOAD_SH" ] || BUILD_LOAD_SH=$(dirname "$0")/../guest/build_load.sh
+. "$BUILD_LOAD_SH"
 N=$(nproc)
 H=$((N - 1))                  # the hot-plugged CPU (cpu0 usually cannot go offline)
 SLOG=$R/sched.log
@@ -186,20 +190,12 @@ wl_stressng_mutex() { timeout $T stress-ng --mutex $N -t $D --metrics-brief; }
 
 wl_schedpolicy() { timeout $T stress-ng --schedpolicy $N -t $D --metrics-brief; }
 
-# A build-shaped job: make -j over BUILD_STEPS (default 300) generated "compile" steps (busybox
-# gzip + sha256sum on small generated sources; the guest has no compiler) and a final "link",
-# repeated until D. One build of 300 takes ~55 s at 2 vCPUs under TCG.
+# A build-shaped job: make -j over BUILD_STEPS (default 300) generated "compile" steps and a final
+# "link" (build-load.sh's tree), repeated until D. One build of 300 takes ~55 s at 2 vCPUs under
+# TCG.
 wl_build() {
     src=/tmp/build
-    rm -rf $src
-    mkdir -p $src/s $src/o
-    for i in $(seq ${BUILD_STEPS:-300}); do seq $((i * 7)) > $src/s/f$i.c; done
-    {
-        printf 'SRC := $(wildcard s/*.c)\nOBJ := $(SRC:s/%%.c=o/%%.o)\n'
-        printf 'all: prog\nprog: $(OBJ)\n\tcat $^ | sha256sum > $@\n'
-        printf 'o/%%.o: s/%%.c\n\tgzip -c $< | sha256sum > $@\n'
-        printf 'clean:\n\trm -f o/*.o prog\n'
-    } > $src/Makefile
+    build_tree $src ${BUILD_STEPS:-300}
     until_end sh -c "make -C $src -s clean && make -C $src -s -j$((2 * N)) all"
 }
 

@@ -7,6 +7,9 @@ from pathlib import Path
 
 DRIVER = Path(__file__).resolve().parent / "driver.sh"
 GUEST_DRIVER = "/usr/local/bin/stress-driver.sh"
+# The build load driver.sh's build workload sources, shared with the bench drivers.
+BUILD_LOAD = DRIVER.parent.parent / "guest" / "build_load.sh"
+GUEST_BUILD_LOAD = "/usr/local/bin/build-load.sh"
 
 # name -> what it is (shown by --help and in the report).
 WORKLOADS = {

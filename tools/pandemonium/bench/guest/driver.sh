@@ -13,8 +13,10 @@
 #   BENCH_PIPE_N, BENCH_LAUNCH_N   samples of the ipc / launch phases
 #   BENCH_MSG_LOOPS loops of perf bench sched messaging (-g 4)
 #   BENCH_HB_GROUPS, BENCH_HB_LOOPS   hackbench -g / -l
+#   BENCH_BESIDE_D  seconds the frames and audio phases measure beside the build load
 #   BENCH_EXTERNALS "LABEL=/path/to/binary ARGS;LABEL=..." the external schedulers (any SCHED
-#                   other than eevdf, pandemonium, pandemonium-bpf); arguments have no blanks
+#                   other than eevdf, pandemonium, pandemonium-bpf, pandemonium-gaming);
+#                   arguments have no blanks
 #   BENCH_SCHED_ARGS  extra scx_pandemonium arguments (bench-sys: -v)
 #   BENCH_ATTACH_S, BENCH_STOP_S   attach / detach timeouts
 #   BENCH_RESULTS   where to write (default /results; the native mode passes its output dir)
@@ -28,6 +30,11 @@
 # Console lines "BENCH-STEP k total ..." let the host print progress.
 
 R=${BENCH_RESULTS:-/results}
+# The build load (build_tree, build_load_start/stop): the guest's copy, or the checkout's when the
+# driver runs from it (native runs, tests).
+BUILD_LOAD_SH=${BUILD_LOAD_SH:-/usr/local/bin/build-load.sh}
+[ -r "$BUILD_LOAD_SH" ] || BUILD_LOAD_SH=$(dirname "$0")/../../guest/build_load.sh
+. "$BUILD_LOAD_SH"
 mkdir -p $R/raw
 STEPS=$R/steps.tsv
 EVENTS=$R/events.log
@@ -114,6 +121,7 @@ sched_cmd() {
     case $1 in
         pandemonium) echo "scx_pandemonium $BENCH_SCHED_ARGS" ;;
         pandemonium-bpf) echo "scx_pandemonium --no-adaptive $BENCH_SCHED_ARGS" ;;
+        pandemonium-gaming) echo "scx_pandemonium -m gaming $BENCH_SCHED_ARGS" ;;
         *) ext_cmd "$1" ;;
     esac
 }
@@ -378,18 +386,12 @@ admin_idle() {
     unload
 }
 # A build-shaped load (the stress matrix's build workload: make -j over generated gzip/sha256sum
-# steps; the guest has no compiler) in a cpu.weight=20 group, hackbench in the root group.
+# steps, build-load.sh's tree; the guest has no compiler) in a cpu.weight=20 group, hackbench in
+# the root group.
 admin_build() {
-    local src=/tmp/bench-build i u0 w0
+    local src=/tmp/bench-build u0 w0
     admin_cgroup_ready build || return 0
-    rm -rf $src; mkdir -p $src/s $src/o
-    for i in $(seq 300); do seq $((i * 7)) > $src/s/f$i.c; done
-    {
-        printf 'SRC := $(wildcard s/*.c)\nOBJ := $(SRC:s/%%.c=o/%%.o)\n'
-        printf 'all: prog\nprog: $(OBJ)\n\tcat $^ | sha256sum > $@\n'
-        printf 'o/%%.o: s/%%.c\n\tgzip -c $< | sha256sum > $@\n'
-        printf 'clean:\n\trm -f o/*.o prog\n'
-    } > $src/Makefile
+    build_tree $src 300
     cg_new build light cpu.weight 20 || { cg_cleanup; return 0; }
     in_cg light sh -c "while :; do make -C $src -s clean && make -C $src -s -j$((2 * N)) all; done"
     settle; settle
@@ -412,6 +414,41 @@ phase_admin() {
     done
     echo "admin-done"
 }
+# -- frames and audio: what gamers and audio users feel beside a build (issue #33) -----------
+# The tool alone first, for BENCH_D (the floor), then beside bench-soak's build load
+# (build-load.sh: make -j over generated steps and a fork/exec loop of `true` per CPU) for
+# BENCH_BESIDE_D. Output, parsed by ../felt.py:
+#   felt-begin PART / the tool's JSON / felt-end PART    PART: floor, build
+#   felt-state PART STATE                                 sched_ext's state when PART ended
+#   build-load builds=B objects=O steps=S execs=E         what the build got done meanwhile
+# The game runs as Steam launches one, SteamGameId in its environment (480: Spacewar, Steam's
+# test app), which is how gaming mode finds a game; its 2 s warm-up covers the daemon's scan.
+STEAM_GAME_ID=480
+felt_frames() {
+    env SteamGameId=$STEAM_GAME_ID timeout -s TERM $(($1 + 120)) \
+        pandemonium-tools frames --duration-s "$1" --warmup-s 2
+}
+felt_audio() { timeout -s TERM $(($1 + 120)) pandemonium-tools audio --duration-s "$1"; }
+felt_part() { # PART SECONDS TOOL
+    local rc
+    echo "felt-begin $1"
+    "felt_$3" "$2"; rc=$?
+    echo "felt-end $1"
+    echo "felt-state $1 $(sx_state)"
+    return $rc
+}
+# felt TOOL: both parts; fails when either tool did.
+felt() {
+    local rc1 rc2
+    felt_part floor "$BENCH_D" "$1"; rc1=$?
+    build_load_start "$N"; settle; settle
+    felt_part build "$BENCH_BESIDE_D" "$1"; rc2=$?
+    build_load_stop
+    [ $rc1 -eq 0 ] && return $rc2
+    return $rc1
+}
+phase_frames() { felt frames; }
+phase_audio() { felt audio; }
 # Idle and load windows for the scheduler's own cost (bench-power).
 phase_idle() { sleep "$BENCH_D"; echo idle; }
 phase_busy() { load --workers $((2 * N)); sleep "$BENCH_D"; echo busy; }

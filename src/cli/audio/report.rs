@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! What an `audio` run found, and its JSON and human spellings.
+
+use serde::Serialize;
+
+use super::config::AudioConfig;
+use super::cycle::Run;
+use crate::cli::stats::Summary;
+
+/// Its JSON is the fields in this order, after `"tool":"audio"`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "tool", rename = "audio")]
+pub struct AudioReport {
+    pub quantum: u32,
+    pub rate: u32,
+    pub period_ns: u64,
+    pub work_min_ns: u64,
+    pub work_max_ns: u64,
+    pub timer_slack_ns: Option<u64>,
+    pub name: Option<String>,
+    pub seed: u64,
+    pub elapsed_ns: u64,
+    /// Stopped by the stop flag (a signal) before its duration.
+    pub interrupted: bool,
+    /// Periods of the run: `wakes` + `skipped`.
+    pub periods: u64,
+    pub wakes: u64,
+    /// Periods the thread slept through.
+    pub skipped: u64,
+    /// Periods missed: work that ended after the period's end, plus the skipped ones.
+    pub xruns: u64,
+    /// `xruns` per period (0 without periods).
+    pub xrun_ratio: f64,
+    /// How late the thread woke for a period's start.
+    pub wake_min_ns: u64,
+    pub wake_p50_ns: u64,
+    pub wake_p99_ns: u64,
+    pub wake_p999_ns: u64,
+    pub wake_max_ns: u64,
+    pub wake_mean_ns: u64,
+}
+
+impl AudioReport {
+    pub(crate) fn new(cfg: &AudioConfig, run: Run) -> AudioReport {
+        let mut late = run.wake_late;
+        late.sort_unstable();
+        let s = Summary::of_sorted(&late);
+        AudioReport {
+            quantum: cfg.quantum,
+            rate: cfg.rate,
+            period_ns: cfg.period_ns(),
+            work_min_ns: cfg.work_min_ns,
+            work_max_ns: cfg.work_max_ns,
+            timer_slack_ns: cfg.timer_slack_ns,
+            name: cfg.name.clone(),
+            seed: cfg.seed,
+            elapsed_ns: run.elapsed_ns,
+            interrupted: run.interrupted,
+            periods: s.count,
+            wakes: run.wakes,
+            skipped: run.skipped,
+            xruns: run.xruns,
+            xrun_ratio: if s.count == 0 {
+                0.0
+            } else {
+                run.xruns as f64 / s.count as f64
+            },
+            wake_min_ns: s.min_ns,
+            wake_p50_ns: s.p50_ns,
+            wake_p99_ns: s.p99_ns,
+            wake_p999_ns: s.p999_ns,
+            wake_max_ns: s.max_ns,
+            wake_mean_ns: s.mean_ns,
+        }
+    }
+
+    /// One JSON object on one line.
+    pub fn to_json(&self) -> String {
+        crate::cli::json_line(self)
+    }
+
+    pub fn to_human(&self) -> String {
+        let us = |ns: u64| ns as f64 / 1e3;
+        let mut line = format!(
+            "audio {}/{} Hz ({:.2} ms, work {:.0}-{:.0} us): {} periods in {:.1} s: xruns {} \
+             ({:.3}%, {} slept through); wake p50 {:.1} us, p99 {:.1} us, max {:.1} us",
+            self.quantum,
+            self.rate,
+            self.period_ns as f64 / 1e6,
+            us(self.work_min_ns),
+            us(self.work_max_ns),
+            self.periods,
+            self.elapsed_ns as f64 / 1e9,
+            self.xruns,
+            100.0 * self.xrun_ratio,
+            self.skipped,
+            us(self.wake_p50_ns),
+            us(self.wake_p99_ns),
+            us(self.wake_max_ns),
+        );
+        if self.interrupted {
+            line.push_str(" [interrupted]");
+        }
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_has_every_field_in_order() {
+        let run = Run {
+            wake_late: vec![30_000, 10_000, 20_000, 6_000_000],
+            wakes: 3,
+            skipped: 1,
+            xruns: 2,
+            elapsed_ns: 21_000_000,
+            interrupted: false,
+        };
+        let r = AudioReport::new(&AudioConfig::default(), run);
+        assert_eq!(
+            r.to_json(),
+            concat!(
+                r#"{"tool":"audio","quantum":256,"rate":48000,"period_ns":5333333,"#,
+                r#""work_min_ns":500000,"work_max_ns":500000,"timer_slack_ns":1,"#,
+                r#""name":"data-loop.0","seed":1,"elapsed_ns":21000000,"interrupted":false,"#,
+                r#""periods":4,"wakes":3,"skipped":1,"xruns":2,"xrun_ratio":0.5,"#,
+                r#""wake_min_ns":10000,"wake_p50_ns":20000,"wake_p99_ns":6000000,"#,
+                r#""wake_p999_ns":6000000,"wake_max_ns":6000000,"wake_mean_ns":1515000}"#
+            )
+        );
+        assert!(r.to_human().contains("xruns 2 (50.000%, 1 slept through)"));
+    }
+
+    #[test]
+    fn an_empty_run_has_a_zero_ratio_not_nan() {
+        let r = AudioReport::new(&AudioConfig::default(), Run::default());
+        assert_eq!(r.xrun_ratio, 0.0);
+        assert!(!r.to_json().contains("NaN"));
+    }
+}
