@@ -562,3 +562,30 @@ fn a_missing_or_set_aside_file_leaves_saves_free() {
     steady(&mut db, "b", Tier::Batch, 1_000_000, 1);
     db.save(&path).unwrap();
 }
+
+/// `sample_db()` as the hand-written CRC-32 before crc32fast saved it: the format did not change,
+/// so the file still loads, and the same database still encodes to the same bytes.
+#[test]
+fn a_file_written_before_crc32fast_loads_and_matches_byte_for_byte() {
+    const OLD: &[u8] = include_bytes!("../../tests/fixtures/procdb-v1.bin");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("procdb.bin");
+    fs::write(&path, OLD).unwrap();
+    let (back, outcome) = ProcDb::load(&path, DEFAULT_CAPACITY);
+    assert!(
+        matches!(
+            outcome,
+            LoadOutcome::Loaded {
+                entries: 23,
+                dropped: 0
+            }
+        ),
+        "{outcome}"
+    );
+    let db = sample_db();
+    assert_eq!(back.confident(), db.confident());
+    for name in ["firefox", "Xwayland", "cc1", "worker-0", "worker-19"] {
+        assert_eq!(back.get(&comm(name)), db.get(&comm(name)), "{name}");
+    }
+    assert_eq!(format::encode(&db.to_persisted()), OLD);
+}
