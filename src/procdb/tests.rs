@@ -509,12 +509,17 @@ fn a_damaged_file_that_could_not_be_set_aside_is_never_replaced() {
     let path = dir.path().join("procdb.bin");
     let garbage = b"PANDPDB\0 damaged".to_vec();
     fs::write(&path, &garbage).unwrap();
-    // Every name the set-aside could take, this second and the next few, is taken.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    for ts in now..now + 5 {
+    // Every name the set-aside could take, this second and the next few, is taken. Writing
+    // 1000 names a second can itself take seconds on a loaded host: the seconds run on until
+    // five past the end of the writing.
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    let mut ts = now();
+    while ts < now() + 5 {
         for n in 0..1000u32 {
             let suffix = if n == 0 {
                 String::new()
@@ -527,6 +532,7 @@ fn a_damaged_file_that_could_not_be_set_aside_is_never_replaced() {
             )
             .unwrap();
         }
+        ts += 1;
     }
     let (mut db, outcome) = ProcDb::load(&path, DEFAULT_CAPACITY);
     assert!(
