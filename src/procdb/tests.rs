@@ -41,8 +41,7 @@ fn sample_db() -> ProcDb {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    nix::unistd::geteuid().is_root()
 }
 
 #[test]
@@ -405,9 +404,7 @@ fn a_planted_symlink_is_neither_followed_nor_replaced() {
 fn a_planted_fifo_does_not_block_the_load() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("procdb.bin");
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     let (db, outcome) = ProcDb::load(&path, DEFAULT_CAPACITY);
     assert!(db.is_empty());
     assert!(matches!(outcome, LoadOutcome::Unreadable(_)), "{outcome:?}");
@@ -454,8 +451,8 @@ fn load_without_read_permission(path: &Path) -> (ProcDb, LoadOutcome) {
     let p = path.to_path_buf();
     let loaded = std::thread::spawn(move || {
         if is_root() {
-            // SAFETY: setfsuid changes this thread's file-system uid only.
-            unsafe { libc::setfsuid(65534) };
+            // Changes this thread's file-system uid only.
+            nix::unistd::setfsuid(nix::unistd::Uid::from_raw(65534));
         }
         ProcDb::load(&p, DEFAULT_CAPACITY)
     })
