@@ -6,7 +6,7 @@
 use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::sys::prctl;
 use nix::unistd::{Pid, gettid};
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::io;
 
 /// The kernel's comm is 16 bytes including the NUL.
@@ -35,10 +35,23 @@ pub(crate) struct NameGuard {
     old: CString,
 }
 
+/// The calling thread's comm. Not nix's `prctl::get_name`: in 0.31 it hands the kernel a shared
+/// reference to an immutable buffer, so an optimised build may read the zeros it started with
+/// (a release build here did).
+fn current_name() -> io::Result<CString> {
+    let mut buf = [0u8; 16];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes, NUL included, into the buffer it is given.
+    if unsafe { libc::prctl(libc::PR_GET_NAME, buf.as_mut_ptr() as libc::c_ulong) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let name = CStr::from_bytes_until_nul(&buf).map_err(io::Error::other)?;
+    Ok(name.to_owned())
+}
+
 /// Sets the calling thread's comm (prctl(PR_SET_NAME)); `name` must pass `validate_name`.
 pub(crate) fn set_name(name: &str) -> io::Result<NameGuard> {
     let new = CString::new(name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let old = prctl::get_name()?;
+    let old = current_name()?;
     prctl::set_name(&new)?;
     Ok(NameGuard { old })
 }
@@ -102,8 +115,8 @@ pub(crate) fn set_nice(nice: i32) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    fn current_name() -> String {
-        prctl::get_name().unwrap().to_string_lossy().into_owned()
+    fn name() -> String {
+        current_name().unwrap().to_string_lossy().into_owned()
     }
 
     #[test]
@@ -122,12 +135,12 @@ mod tests {
     #[test]
     fn name_and_slack_are_restored() {
         std::thread::spawn(|| {
-            let before = current_name();
+            let before = name();
             {
                 let _g = set_name("cli-name-test").unwrap();
-                assert_eq!(current_name(), "cli-name-test");
+                assert_eq!(name(), "cli-name-test");
             }
-            assert_eq!(current_name(), before);
+            assert_eq!(name(), before);
 
             let slack = || prctl::get_timerslack().unwrap();
             let old = slack();
