@@ -575,20 +575,8 @@ fn a_file_written_before_crc32fast_loads_and_matches_byte_for_byte() {
     let path = dir.path().join("procdb.bin");
     fs::write(&path, OLD).unwrap();
     let (back, outcome) = ProcDb::load(&path, DEFAULT_CAPACITY);
-    assert!(
-        matches!(
-            outcome,
-            LoadOutcome::Loaded {
-                entries: 23,
-                dropped: 0
-            }
-        ),
-        "{outcome}"
-    );
+    assert!(matches!(outcome, LoadOutcome::Loaded { .. }), "{outcome}");
     let db = sample_db();
-    assert_eq!(back.confident(), db.confident());
-    for name in ["firefox", "Xwayland", "cc1", "worker-0", "worker-19"] {
-        assert_eq!(back.get(&comm(name)), db.get(&comm(name)), "{name}");
-    }
+    assert_eq!(back.to_persisted(), db.to_persisted());
     assert_eq!(format::encode(&db.to_persisted()), OLD);
 }
