@@ -2,7 +2,7 @@
 //! scx_pandemonium: command line, preflight checks, and the load / run / restart loop.
 
 use anyhow::Result;
-use clap::{Args, Parser, Subcommand};
+use clap::Parser;
 use libbpf_rs::PrintLevel;
 use libbpf_rs::libbpf_sys::bpf_object_open_opts;
 use log::{LevelFilter, error, info};
@@ -101,50 +101,6 @@ struct Cli {
 
     #[command(flatten)]
     refused: Refused,
-
-    #[command(subcommand)]
-    moved: Option<Moved>,
-}
-
-/// The tools' old spelling, `scx_pandemonium probe|stress ...`: they moved to their own binary;
-/// and the published scx_pandemonium's test-harness command `stress-worker --cpu N`, which a
-/// script written for that binary (same name) may still call. Parsed (hidden, with whatever
-/// follows) only so the caller is told what to run instead of getting clap's "unrecognized
-/// subcommand".
-#[derive(Subcommand, Debug)]
-enum Moved {
-    #[command(hide = true, disable_help_flag = true)]
-    Probe(MovedArgs),
-    #[command(hide = true, disable_help_flag = true)]
-    Stress(MovedArgs),
-    #[command(hide = true, disable_help_flag = true)]
-    StressWorker(MovedArgs),
-}
-
-#[derive(Args, Debug)]
-struct MovedArgs {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    _rest: Vec<String>,
-}
-
-impl Moved {
-    fn message(&self) -> String {
-        let moved = |tool: &str| {
-            format!(
-                "`scx_pandemonium {tool}` moved to its own binary: run `pandemonium-tools {tool}` \
-                 (cargo builds it beside scx_pandemonium) with the same arguments"
-            )
-        };
-        match self {
-            Moved::Probe(_) => moved("probe"),
-            Moved::Stress(_) => moved("stress"),
-            Moved::StressWorker(_) => "`stress-worker` is the published scx_pandemonium's (5.x) \
-                                       test-harness command; here one pinned busy loop is \
-                                       `taskset -c CPU pandemonium-tools stress --workers 1 \
-                                       --long-runner`"
-                .to_string(),
-        }
-    }
 }
 
 /// `--autopower` picks between auto and powersave itself; another mode's compositors, game boost
@@ -164,10 +120,6 @@ fn main() -> ExitCode {
     init_logging(cli.verbose);
     if let Some(msg) = cli.refused.message() {
         error!("{msg}");
-        return ExitCode::from(USAGE_ERROR);
-    }
-    if let Some(moved) = &cli.moved {
-        error!("{}", moved.message());
         return ExitCode::from(USAGE_ERROR);
     }
     if cli.autopower && cli.mode != Mode::Auto {
@@ -343,25 +295,6 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn the_tools_old_spelling_parses_to_where_they_moved_hidden_from_help() {
-        let cli = Cli::try_parse_from(["scx_pandemonium", "probe", "--duration-s", "1"]).unwrap();
-        assert!(matches!(cli.moved, Some(Moved::Probe(_))));
-        let msg = cli.moved.unwrap().message();
-        assert!(msg.contains("run `pandemonium-tools probe`"), "{msg}");
-        let cli = Cli::try_parse_from(["scx_pandemonium", "stress", "--workers", "2"]).unwrap();
-        assert!(matches!(cli.moved, Some(Moved::Stress(_))));
-        let cli = Cli::try_parse_from(["scx_pandemonium", "stress-worker", "--cpu", "0"]).unwrap();
-        let msg = cli.moved.unwrap().message();
-        assert!(
-            msg.contains("pandemonium-tools stress --workers 1"),
-            "{msg}"
-        );
-        let help = Cli::command().render_long_help().to_string();
-        assert!(!help.contains("probe"), "{help}");
-        assert!(!help.contains("stress"), "{help}");
     }
 
     #[test]

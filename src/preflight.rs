@@ -74,8 +74,7 @@ pub struct System {
 
 impl System {
     pub fn live() -> System {
-        // SAFETY: geteuid has no preconditions.
-        let euid = unsafe { libc::geteuid() };
+        let euid = nix::unistd::geteuid().as_raw();
         let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|_| "unknown".into());

@@ -11,10 +11,9 @@
 use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
-/// One refused flag and the advice that replaces it.
+/// One refused flag and the advice that replaces it. Its long name is its clap id.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Foreign {
-    id: &'static str,
     short: Option<char>,
     long: &'static str,
     takes_value: bool,
@@ -37,161 +36,70 @@ const PLACEMENT: &str = "placement follows the task's class and the CPU cache to
                          switch for this; remove the flag";
 const POWER: &str = "CPU frequency and idle states are left to the kernel's cpufreq and cpuidle \
                      governors; remove the flag (-m powersave wakes fewer idle CPUs)";
+const PERFORMANCE: &str = "use -m gaming or -m lowlatency, the modes scx_loader passes it for";
+const AUTOPILOT: &str = "the adaptive loop (on by default) is what adjusts the scheduler to the \
+                         load; remove the flag";
+const KTHREADS: &str = "kernel threads follow a fixed policy here (workqueue workers are never \
+                        BATCH); remove the flag (--compositor NAME makes a program LAT_CRITICAL)";
+const PCPU: &str = "per-CPU tasks are classified by their behaviour like every other task; \
+                    remove the flag (--compositor NAME makes a program LAT_CRITICAL)";
+const DUMP_LOG: &str = "there is no in-memory log to dump: every message goes to stderr (the \
+                        journal under systemd) as it happens; -v adds a telemetry line per \
+                        second, --stats SECS every counter, -d the kernel's trace pipe; remove \
+                        the flag";
+const NR_CPUS: &str = "the CPUs and their topology are read from sysfs, and a CPU going offline \
+                       or online reloads the scheduler; to run on fewer CPUs, take the others \
+                       offline (/sys/devices/system/cpu/cpuN/online); remove the flag";
+
+/// Takes a value (`-s 20000`), or is a switch.
+const VALUE: bool = true;
+const SWITCH: bool = false;
+
+const fn flag(
+    short: Option<char>,
+    long: &'static str,
+    takes_value: bool,
+    of: &'static str,
+    instead: &'static str,
+) -> Foreign {
+    Foreign {
+        short,
+        long,
+        takes_value,
+        of,
+        instead,
+    }
+}
 
 /// Every flag scx_loader's built-in modes pass to scx_bpfland, scx_lavd and scx_cosmos (current
 /// and older releases), the flags users copy from there into SCX_FLAGS. A command line with one
 /// of these plus a flag missing here still ends in clap's plain "unexpected argument".
+#[rustfmt::skip]
 pub const FOREIGN: &[Foreign] = &[
-    Foreign {
-        id: "foreign_slice_us",
-        short: Some('s'),
-        long: "slice-us",
-        takes_value: true,
-        of: OTHERS,
-        instead: SLICES,
-    },
-    Foreign {
-        id: "foreign_slice_us_lag",
-        short: Some('l'),
-        long: "slice-us-lag",
-        takes_value: true,
-        of: OTHERS,
-        instead: SLICES,
-    },
-    Foreign {
-        id: "foreign_slice_min_us",
-        short: None,
-        long: "slice-min-us",
-        takes_value: true,
-        of: OTHERS,
-        instead: SLICES,
-    },
-    Foreign {
-        id: "foreign_slice_max_us",
-        short: None,
-        long: "slice-max-us",
-        takes_value: true,
-        of: OTHERS,
-        instead: SLICES,
-    },
-    Foreign {
-        id: "foreign_pinned_slice_us",
-        short: None,
-        long: "pinned-slice-us",
-        takes_value: true,
-        of: OTHERS,
-        instead: SLICES,
-    },
-    Foreign {
-        // Its short form, -m, is --mode here; a CPU-domain value there gets its own advice.
-        id: "foreign_primary_domain",
-        short: None,
-        long: "primary-domain",
-        takes_value: true,
-        of: OTHERS,
-        instead: NO_DOMAINS,
-    },
-    Foreign {
-        id: "foreign_performance",
-        short: None,
-        long: "performance",
-        takes_value: false,
-        of: OTHERS,
-        instead: "use -m gaming or -m lowlatency, the modes scx_loader passes it for",
-    },
-    Foreign {
-        id: "foreign_powersave",
-        short: None,
-        long: "powersave",
-        takes_value: false,
-        of: OTHERS,
-        instead: "use -m powersave",
-    },
-    Foreign {
-        id: "foreign_autopilot",
-        short: None,
-        long: "autopilot",
-        takes_value: false,
-        of: OTHERS,
-        instead: "the adaptive loop (on by default) is what adjusts the scheduler to the load; \
-                  remove the flag",
-    },
-    Foreign {
-        id: "foreign_local_kthreads",
-        short: Some('k'),
-        long: "local-kthreads",
-        takes_value: false,
-        of: OTHERS,
-        instead: "kernel threads follow a fixed policy here (workqueue workers are never \
-                  BATCH); remove the flag (--compositor NAME makes a program LAT_CRITICAL)",
-    },
-    Foreign {
-        id: "foreign_local_pcpu",
-        short: Some('p'),
-        long: "local-pcpu",
-        takes_value: false,
-        of: OTHERS,
-        instead: "per-CPU tasks are classified by their behaviour like every other task; \
-                  remove the flag (--compositor NAME makes a program LAT_CRITICAL)",
-    },
-    Foreign {
-        id: "foreign_no_wake_sync",
-        short: Some('w'),
-        long: "no-wake-sync",
-        takes_value: false,
-        of: OTHERS,
-        instead: PLACEMENT,
-    },
-    Foreign {
-        // A switch in scx_bpfland today; older releases took a slice length here ("-S 500").
-        id: "foreign_sticky_tasks",
-        short: Some('S'),
-        long: "sticky-tasks",
-        takes_value: true,
-        of: OTHERS,
-        instead: PLACEMENT,
-    },
-    Foreign {
-        id: "foreign_idle_resume_us",
-        short: Some('I'),
-        long: "idle-resume-us",
-        takes_value: true,
-        of: OTHERS,
-        instead: POWER,
-    },
-    Foreign {
-        id: "foreign_throttle_us",
-        short: Some('t'),
-        long: "throttle-us",
-        takes_value: true,
-        of: OTHERS,
-        instead: POWER,
-    },
-    Foreign {
-        id: "foreign_dump_log",
-        short: None,
-        long: "dump-log",
-        takes_value: false,
-        of: UPSTREAM,
-        instead: "there is no in-memory log to dump: every message goes to stderr (the journal \
-                  under systemd) as it happens; -v adds a telemetry line per second, --stats SECS \
-                  every counter, -d the kernel's trace pipe; remove the flag",
-    },
-    Foreign {
-        id: "foreign_nr_cpus",
-        short: None,
-        long: "nr-cpus",
-        takes_value: true,
-        of: UPSTREAM,
-        instead: "the CPUs and their topology are read from sysfs, and a CPU going offline or \
-                  online reloads the scheduler; to run on fewer CPUs, take the others offline \
-                  (/sys/devices/system/cpu/cpuN/online); remove the flag",
-    },
+    flag(Some('s'), "slice-us", VALUE, OTHERS, SLICES),
+    flag(Some('l'), "slice-us-lag", VALUE, OTHERS, SLICES),
+    flag(None, "slice-min-us", VALUE, OTHERS, SLICES),
+    flag(None, "slice-max-us", VALUE, OTHERS, SLICES),
+    flag(None, "pinned-slice-us", VALUE, OTHERS, SLICES),
+    // Its short form, -m, is --mode here; a CPU-domain value there gets its own advice.
+    flag(None, "primary-domain", VALUE, OTHERS, NO_DOMAINS),
+    flag(None, "performance", SWITCH, OTHERS, PERFORMANCE),
+    flag(None, "powersave", SWITCH, OTHERS, "use -m powersave"),
+    flag(None, "autopilot", SWITCH, OTHERS, AUTOPILOT),
+    flag(Some('k'), "local-kthreads", SWITCH, OTHERS, KTHREADS),
+    flag(Some('p'), "local-pcpu", SWITCH, OTHERS, PCPU),
+    flag(Some('w'), "no-wake-sync", SWITCH, OTHERS, PLACEMENT),
+    // A switch in scx_bpfland today; older releases took a slice length here ("-S 500").
+    flag(Some('S'), "sticky-tasks", VALUE, OTHERS, PLACEMENT),
+    flag(Some('I'), "idle-resume-us", VALUE, OTHERS, POWER),
+    flag(Some('t'), "throttle-us", VALUE, OTHERS, POWER),
+    flag(None, "dump-log", SWITCH, UPSTREAM, DUMP_LOG),
+    flag(None, "nr-cpus", VALUE, UPSTREAM, NR_CPUS),
 ];
 
 impl Foreign {
     fn arg(&self) -> Arg {
-        let arg = Arg::new(self.id).long(self.long).hide(true);
+        let arg = Arg::new(self.long).long(self.long).hide(true);
         let arg = match self.short {
             Some(c) => arg.short(c),
             None => arg,
@@ -254,7 +162,7 @@ impl clap::FromArgMatches for Refused {
             found: FOREIGN
                 .iter()
                 // Count flags have a default of 0, so presence alone says nothing.
-                .filter(|f| m.value_source(f.id) == Some(ValueSource::CommandLine))
+                .filter(|f| m.value_source(f.long) == Some(ValueSource::CommandLine))
                 .collect(),
         })
     }
@@ -406,14 +314,10 @@ mod tests {
     }
 
     #[test]
-    fn every_entry_has_a_unique_id_and_spelling() {
-        let mut ids: Vec<_> = FOREIGN.iter().map(|f| f.id).collect();
+    fn every_entry_has_a_unique_spelling() {
         let mut spellings: Vec<_> = FOREIGN.iter().map(|f| f.spelling()).collect();
-        ids.sort();
-        ids.dedup();
         spellings.sort();
         spellings.dedup();
-        assert_eq!(ids.len(), FOREIGN.len());
         assert_eq!(spellings.len(), FOREIGN.len());
     }
 }

@@ -218,13 +218,7 @@ impl<'obj> Scheduler<'obj> {
         if since == 0 {
             return 0;
         }
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes into the timespec we own.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        (ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64).saturating_sub(since)
+        crate::cli::clock::now_ns().saturating_sub(since)
     }
 
     /// The CoDel oscillator (x, v) and the stalled-interval count, from BPF's bss. CPU 0's tick

@@ -54,7 +54,7 @@ fn help_lists_the_options() {
     ] {
         assert!(t.contains(opt), "--help lacks {opt}:\n{t}");
     }
-    // The tools' old spelling (it says where they moved) and the refused flags of other
+    // No subcommands (the tools are pandemonium-tools'), and the refused flags of other
     // schedulers are parsed but not advertised.
     for hidden in [
         "probe",
@@ -96,34 +96,6 @@ fn the_tools_run_from_their_own_binary() {
             text(&o)
         );
     }
-}
-
-/// The scheduler binary no longer runs them: a script still calling `scx_pandemonium probe` is
-/// told where they went, with the usage-error status systemd does not retry.
-#[test]
-fn the_scheduler_binary_says_where_the_tools_moved() {
-    for tool in ["probe", "stress"] {
-        let o = bin().args([tool, "--duration-s", "1"]).output().unwrap();
-        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-        assert!(
-            text(&o).contains(&format!("run `pandemonium-tools {tool}`")),
-            "{}",
-            text(&o)
-        );
-        assert_no_panic(&o);
-    }
-    // The published scx_pandemonium's harness command: what to run here instead.
-    let o = bin()
-        .args(["stress-worker", "--cpu", "0"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        text(&o).contains("taskset -c CPU pandemonium-tools stress"),
-        "{}",
-        text(&o)
-    );
-    assert_no_panic(&o);
 }
 
 /// Flags of other scx schedulers (here scx_loader's bpfland and lavd modes) end in a message

@@ -424,7 +424,8 @@ fn powersave() {
 }
 
 /// Every scheduler op passed the running kernel's verifier; prints the verified instruction counts
-/// (run on the default and on the newest kernel).
+/// (run on the default and on the newest kernel) and fails when a program grew more than the
+/// record's tolerance over tests/fixtures/verifier_insns.json (see gate_support::verifier).
 fn layer_verifier() {
     require_gate_environment();
     let mut sched = SchedulerProc::start(&[]);
@@ -460,7 +461,20 @@ fn layer_verifier() {
         progs.iter().all(|(_, n)| *n > 0),
         "a program reports no verified instructions"
     );
+    let verdict = verifier::compare(&kernel, &progs);
+    for line in &verdict.lines {
+        eprintln!("gate verifier: {line}");
+    }
     sched.stop();
+    assert!(
+        verdict.grown.is_empty(),
+        "BPF programs grew more than {} % over {} on {}:\n{}\n(a deliberate growth: update the \
+         record from the 'for the record' line above)",
+        verdict.tolerance_pct,
+        verifier::RECORD_PATH,
+        kernel.trim(),
+        verdict.grown.join("\n")
+    );
 }
 
 #[test]

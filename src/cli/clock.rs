@@ -3,18 +3,16 @@
 //! instead of `Instant`: the probe needs the raw value to hand `clock_nanosleep` an absolute
 //! deadline on the same clock it reads back.
 
+use nix::errno::Errno;
+use nix::sys::time::TimeSpec;
+use nix::time::{ClockId, ClockNanosleepFlags, clock_gettime, clock_nanosleep};
 use std::io;
-
-const NS_PER_SEC: u64 = 1_000_000_000;
+use std::time::Duration;
 
 pub(crate) fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * NS_PER_SEC + ts.tv_nsec as u64
+    // CLOCK_MONOTONIC always exists on Linux.
+    let ts = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC");
+    Duration::from(ts).as_nanos() as u64
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,24 +25,15 @@ pub(crate) enum Slept {
 /// Sleeps until `deadline_ns` on CLOCK_MONOTONIC. Absolute, so a retry after EINTR or a late
 /// start never stretches the period.
 pub(crate) fn sleep_until(deadline_ns: u64) -> io::Result<Slept> {
-    let ts = libc::timespec {
-        tv_sec: (deadline_ns / NS_PER_SEC) as libc::time_t,
-        tv_nsec: (deadline_ns % NS_PER_SEC) as libc::c_long,
-    };
-    // SAFETY: `ts` is valid for the call; the remainder pointer may be null with TIMER_ABSTIME.
-    let rc = unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        )
-    };
-    match rc {
-        0 => Ok(Slept::Reached),
-        libc::EINTR => Ok(Slept::Interrupted),
-        // clock_nanosleep returns the error number instead of setting errno.
-        e => Err(io::Error::from_raw_os_error(e)),
+    let deadline = TimeSpec::from(Duration::from_nanos(deadline_ns));
+    match clock_nanosleep(
+        ClockId::CLOCK_MONOTONIC,
+        ClockNanosleepFlags::TIMER_ABSTIME,
+        &deadline,
+    ) {
+        Ok(_) => Ok(Slept::Reached),
+        Err(Errno::EINTR) => Ok(Slept::Interrupted),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -80,7 +69,7 @@ mod tests {
             sleep_until(t0.saturating_sub(1_000)).unwrap(),
             Slept::Reached
         );
-        assert!(now_ns() - t0 < NS_PER_SEC);
+        assert!(now_ns() - t0 < 1_000_000_000);
     }
 
     #[test]

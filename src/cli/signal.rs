@@ -4,6 +4,7 @@
 //! that is stuck. Installed by the `run` functions only, never by the measurement functions a
 //! test harness calls.
 
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -16,21 +17,16 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 
 /// Installs the handlers and returns the flag they raise.
 pub(crate) fn install() -> io::Result<&'static AtomicBool> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: `sa` is fully initialised (zeroed, then the mask emptied) before use, and the
-        // handler only performs an atomic store.
-        let rc = unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            // No SA_RESTART: the probe relies on clock_nanosleep returning EINTR to stop at once
-            // (it never restarts anyway), and every other blocking call here is a retry loop.
-            sa.sa_flags = libc::SA_RESETHAND;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut())
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
+    // No SA_RESTART: the probe relies on clock_nanosleep returning EINTR to stop at once (it
+    // never restarts anyway), and every other blocking call here is a retry loop.
+    let sa = SigAction::new(
+        SigHandler::Handler(on_signal),
+        SaFlags::SA_RESETHAND,
+        SigSet::empty(),
+    );
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        // SAFETY: the handler only performs an atomic store.
+        unsafe { sigaction(sig, &sa) }?;
     }
     Ok(&STOP)
 }

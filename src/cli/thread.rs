@@ -3,6 +3,10 @@
 //! affinity and nice. Everything acts on the calling thread only, so a tool running inside the
 //! gate's test process changes nothing but its own thread, and restores what it can.
 
+use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+use nix::sys::prctl;
+use nix::unistd::{Pid, gettid};
+use std::ffi::{CStr, CString};
 use std::io;
 
 /// The kernel's comm is 16 bytes including the NUL.
@@ -26,43 +30,35 @@ pub(crate) fn validate_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn os_result(rc: libc::c_int) -> io::Result<libc::c_int> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(rc)
-    }
-}
-
 /// Restores the calling thread's previous comm when dropped.
 pub(crate) struct NameGuard {
-    old: [u8; 16],
+    old: CString,
+}
+
+/// The calling thread's comm. Not nix's `prctl::get_name`: in 0.31 it hands the kernel a shared
+/// reference to an immutable buffer, so an optimised build may read the zeros it started with
+/// (a release build here did).
+fn current_name() -> io::Result<CString> {
+    let mut buf = [0u8; 16];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes, NUL included, into the buffer it is given.
+    if unsafe { libc::prctl(libc::PR_GET_NAME, buf.as_mut_ptr() as libc::c_ulong) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let name = CStr::from_bytes_until_nul(&buf).map_err(io::Error::other)?;
+    Ok(name.to_owned())
 }
 
 /// Sets the calling thread's comm (prctl(PR_SET_NAME)); `name` must pass `validate_name`.
 pub(crate) fn set_name(name: &str) -> io::Result<NameGuard> {
-    let mut old = [0u8; 16];
-    let mut new = [0u8; 16];
-    new[..name.len()].copy_from_slice(name.as_bytes());
-    // SAFETY: both buffers are 16 bytes, what PR_GET_NAME/PR_SET_NAME read and write; `new` is
-    // NUL-terminated because the name is at most 15 bytes.
-    unsafe {
-        os_result(libc::prctl(
-            libc::PR_GET_NAME,
-            old.as_mut_ptr() as libc::c_ulong,
-        ))?;
-        os_result(libc::prctl(
-            libc::PR_SET_NAME,
-            new.as_ptr() as libc::c_ulong,
-        ))?;
-    }
+    let new = CString::new(name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let old = current_name()?;
+    prctl::set_name(&new)?;
     Ok(NameGuard { old })
 }
 
 impl Drop for NameGuard {
     fn drop(&mut self) {
-        // SAFETY: `old` holds the NUL-terminated 16-byte name PR_GET_NAME returned.
-        unsafe { libc::prctl(libc::PR_SET_NAME, self.old.as_ptr() as libc::c_ulong) };
+        let _ = prctl::set_name(&self.old);
     }
 }
 
@@ -73,62 +69,44 @@ pub(crate) struct SlackGuard {
 
 /// Sets the calling thread's timer slack (`ns` > 0; the kernel reads 0 as "reset to default").
 pub(crate) fn set_timer_slack(ns: u64) -> io::Result<SlackGuard> {
-    // SAFETY: PR_GET_TIMERSLACK/PR_SET_TIMERSLACK take and return plain integers.
-    let old = unsafe { os_result(libc::prctl(libc::PR_GET_TIMERSLACK))? } as libc::c_ulong;
-    unsafe { os_result(libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong))? };
+    let old = prctl::get_timerslack()? as libc::c_ulong;
+    prctl::set_timerslack(ns as libc::c_ulong)?;
     Ok(SlackGuard { old })
 }
 
 impl Drop for SlackGuard {
     fn drop(&mut self) {
-        // SAFETY: as in set_timer_slack.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, self.old) };
+        let _ = prctl::set_timerslack(self.old);
     }
 }
 
 /// CPUs the calling thread may run on, ascending. On a plain host that is every online CPU; in a
 /// container or under `taskset` it is the subset we can actually load.
 pub(crate) fn allowed_cpus() -> io::Result<Vec<usize>> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        os_result(libc::sched_getaffinity(
-            0,
-            std::mem::size_of::<libc::cpu_set_t>(),
-            &mut set,
-        ))?;
-        Ok((0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect())
-    }
+    let set = sched_getaffinity(Pid::from_raw(0))?;
+    Ok((0..CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect())
 }
 
 /// Pins the calling thread to `cpu`.
 pub(crate) fn pin_to(cpu: usize) -> io::Result<()> {
-    // SAFETY: as in allowed_cpus; pid 0 is the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        os_result(libc::sched_setaffinity(
-            0,
-            std::mem::size_of::<libc::cpu_set_t>(),
-            &set,
-        ))?;
-    }
+    let mut set = CpuSet::new();
+    set.set(cpu)?;
+    // Pid 0 is the calling thread.
+    sched_setaffinity(Pid::from_raw(0), &set)?;
     Ok(())
 }
 
 /// Sets the calling thread's nice value. Linux keeps nice per thread, so this leaves the rest of
 /// the process alone. Lowering it below the current value needs CAP_SYS_NICE.
 pub(crate) fn set_nice(nice: i32) -> io::Result<()> {
-    // SAFETY: plain syscalls on the calling thread's id.
-    unsafe {
-        let tid = libc::gettid();
-        os_result(libc::setpriority(
-            libc::PRIO_PROCESS,
-            tid as libc::id_t,
-            nice,
-        ))?;
+    // nix has no setpriority.
+    // SAFETY: a plain syscall on the calling thread's id.
+    let rc =
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, gettid().as_raw() as libc::id_t, nice) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }
@@ -137,11 +115,8 @@ pub(crate) fn set_nice(nice: i32) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    fn current_name() -> String {
-        let mut buf = [0u8; 16];
-        unsafe { libc::prctl(libc::PR_GET_NAME, buf.as_mut_ptr() as libc::c_ulong) };
-        let n = buf.iter().position(|&b| b == 0).unwrap_or(16);
-        String::from_utf8_lossy(&buf[..n]).into_owned()
+    fn name() -> String {
+        current_name().unwrap().to_string_lossy().into_owned()
     }
 
     #[test]
@@ -160,14 +135,14 @@ mod tests {
     #[test]
     fn name_and_slack_are_restored() {
         std::thread::spawn(|| {
-            let before = current_name();
+            let before = name();
             {
                 let _g = set_name("cli-name-test").unwrap();
-                assert_eq!(current_name(), "cli-name-test");
+                assert_eq!(name(), "cli-name-test");
             }
-            assert_eq!(current_name(), before);
+            assert_eq!(name(), before);
 
-            let slack = || unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) };
+            let slack = || prctl::get_timerslack().unwrap();
             let old = slack();
             {
                 let _g = set_timer_slack(1).unwrap();

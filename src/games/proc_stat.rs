@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `/proc/PID/stat`, read as bytes (a comm may be cut in the middle of a UTF-8 character, or be
 //! no text at all), and reads of `/proc` files that never take more than a cap.
+//!
+//! Not the `procfs` crate: its `Stat` turns the comm into a `String`, each byte that is no UTF-8
+//! replaced by U+FFFD (the scan keys an exec by its comm where the kernel hides the addresses, and
+//! logs it escaped byte for byte), and it refuses a line short of the fields kernels have had
+//! since 2.6 (the old-kernel test below); its `environ()` and `cmdline()` read the whole file,
+//! which the scan caps ([`super::scan::Limits`]) because a process may have megabytes of
+//! environment. All that would be left for it is listing `/proc`, one `read_dir`.
 
 use std::fs::File;
 use std::io::{self, Read};

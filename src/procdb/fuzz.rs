@@ -5,7 +5,7 @@
 //! a random payload (reaches bincode), and single-byte damage to a real file with the checksum
 //! redone (reaches the entry validation).
 
-use super::format::{FORMAT_VERSION, HEADER_LEN, MAGIC, PersistedEntry, crc32, decode, encode};
+use super::format::{FORMAT_VERSION, HEADER_LEN, MAGIC, PersistedEntry, decode, encode};
 use crate::bpf_intf::{COMM_LEN, NR_TIERS};
 use crate::fuzz;
 use proptest::prelude::*;
@@ -15,7 +15,7 @@ fn with_header(payload: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&crc32(payload).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
     out.extend_from_slice(payload);
     out
 }

@@ -2,8 +2,7 @@
 //! Where the database lives: the state directory as root, the XDG cache for anyone else, and
 //! where older versions left it.
 
-use std::ffi::{CStr, OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// Root's database directory: the unit's `StateDirectory=pandemonium`, the same place the
@@ -38,8 +37,7 @@ pub fn legacy_path() -> Option<PathBuf> {
 }
 
 fn euid() -> u32 {
-    // SAFETY: geteuid cannot fail and has no preconditions.
-    unsafe { libc::geteuid() }
+    nix::unistd::geteuid().as_raw()
 }
 
 fn resolve_default_path(
@@ -68,27 +66,9 @@ fn resolve_legacy_path(euid: u32, root_home: impl FnOnce() -> Option<PathBuf>) -
     })
 }
 
-fn passwd_home(uid: libc::uid_t) -> Option<PathBuf> {
-    let mut buf: Vec<libc::c_char> = vec![0; 1024];
-    loop {
-        // SAFETY: zeroed passwd is a valid out-parameter; getpwuid_r writes only into `pwd` and
-        // `buf` (whose length it is given) and sets `result` to null or to `&pwd`.
-        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-        let mut result = std::ptr::null_mut();
-        let rc =
-            unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result) };
-        if rc == libc::ERANGE && buf.len() < (1 << 20) {
-            buf.resize(buf.len() * 2, 0);
-            continue;
-        }
-        if rc != 0 || result.is_null() || pwd.pw_dir.is_null() {
-            return None;
-        }
-        // SAFETY: on success pw_dir points to a NUL-terminated string inside `buf`.
-        let dir = unsafe { CStr::from_ptr(pwd.pw_dir) };
-        let p = PathBuf::from(OsStr::from_bytes(dir.to_bytes()));
-        return p.is_absolute().then_some(p);
-    }
+fn passwd_home(uid: u32) -> Option<PathBuf> {
+    let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)).ok()??;
+    user.dir.is_absolute().then_some(user.dir)
 }
 
 #[cfg(test)]

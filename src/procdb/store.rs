@@ -4,10 +4,11 @@
 //! The daemon runs as root, so every file operation here assumes someone may have planted a
 //! symlink or a FIFO where the database should be:
 //! - reads open with `O_NOFOLLOW | O_NONBLOCK` and accept only a regular file;
-//! - writes go to a fresh temp file in the same directory, created `O_CREAT | O_EXCL |
-//!   O_NOFOLLOW` with mode 0600 (an existing name, link or not, is never opened), then fsync,
-//!   rename over the final name, fsync the directory: a reader sees the old file or the new one,
-//!   never a torn one, and a crash leaves at most a stray temp file;
+//! - writes go to a fresh temp file in the same directory ([`tempfile::NamedTempFile`]: a random
+//!   name created `O_CREAT | O_EXCL`, mode 0600, so an existing name, link or not, is never
+//!   opened), then fsync, rename over the final name ([`NamedTempFile::persist`]), fsync the
+//!   directory: a reader sees the old file or the new one, never a torn one, and a crash leaves
+//!   at most a stray temp file (any other failure removes it);
 //! - the final name is never replaced if it is a symlink or anything but a regular file;
 //! - an fsync that is refused rather than failed (see [`Durability::Unsynced`]) does not stop
 //!   the rename: the complete file is better than the stale one;
@@ -18,14 +19,14 @@
 //! Only the last path component is protected: the directories above it are root's state
 //! directory (see [`super::default_path`]) or the user's own cache, which nobody else can modify.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fmt;
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+use tempfile::NamedTempFile;
 
 use super::format::{self, Corruption, HEADER_LEN, MAX_PAYLOAD, PersistedEntry};
 use super::paths::FILE_NAME;
@@ -267,21 +268,22 @@ pub(super) fn write_atomic_with(
         return Err(kept(path));
     }
     refuse_unsafe_target(path)?;
-    let (tmp, mut f) = create_temp(path)?;
+    // Dropped on any failure below, which removes the temp file.
+    let mut tmp = temp_beside(path)?;
     let mut refused = None;
-    let written = f
-        .write_all(bytes)
-        .and_then(|()| tolerate_refusal(sync(&f), &mut refused))
-        .and_then(|()| refuse_unsafe_target(path))
-        .and_then(|()| match replace {
-            Replace::Allowed => fs::rename(&tmp, path),
-            Replace::Never => rename_noreplace(&tmp, path),
-        });
-    drop(f);
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
+    tmp.write_all(bytes)?;
+    tolerate_refusal(sync(tmp.as_file()), &mut refused)?;
+    refuse_unsafe_target(path)?;
+    match replace {
+        Replace::Allowed => tmp.persist(path),
+        // renameat2(RENAME_NOREPLACE), or on a file system without it a hard link (which never
+        // replaces) and an unlink.
+        Replace::Never => tmp.persist_noclobber(path),
     }
+    .map_err(|e| match e.error.kind() {
+        io::ErrorKind::AlreadyExists if replace == Replace::Never => kept(path),
+        _ => e.error,
+    })?;
     tolerate_refusal(sync(&File::open(dir)?), &mut refused)?;
     Ok(refused.map_or(Durability::Synced, Durability::Unsynced))
 }
@@ -325,42 +327,6 @@ fn occupied(path: &Path) -> io::Result<bool> {
     }
 }
 
-/// Moves `from` to `to` only if no name `to` exists, in one step: renameat2(RENAME_NOREPLACE),
-/// or on a file system without it a hard link (which never replaces) and an unlink.
-fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    let c = |p: &Path| {
-        std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))
-    };
-    let (f, t) = (c(from)?, c(to)?);
-    // SAFETY: two valid NUL-terminated paths that outlive the call.
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            f.as_ptr(),
-            libc::AT_FDCWD,
-            t.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    if rc == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EEXIST) => Err(kept(to)),
-        Some(libc::EINVAL | libc::ENOSYS) => match fs::hard_link(from, to) {
-            Ok(()) => {
-                let _ = fs::remove_file(from);
-                Ok(())
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(kept(to)),
-            Err(e) => Err(e),
-        },
-        _ => Err(e),
-    }
-}
-
 /// The final name may be absent or a regular file; anything else is somebody else's.
 fn refuse_unsafe_target(path: &Path) -> io::Result<()> {
     match fs::symlink_metadata(path) {
@@ -378,37 +344,14 @@ fn refuse_unsafe_target(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Creates `.<name>.tmp-<pid>-<n>` next to `path`. The counter makes names unique within the
-/// process; a name that exists (a leftover, or something planted) is skipped, never opened.
-fn create_temp(path: &Path) -> io::Result<(PathBuf, File)> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = path.file_name().unwrap_or(OsStr::new(FILE_NAME));
-    let mut last = None;
-    for _ in 0..64 {
-        let mut tmp_name = OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(
-            ".tmp-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let tmp = parent_of(path).join(tmp_name);
-        match open_new(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| io::Error::other("no free temp name")))
-}
-
-fn open_new(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+/// A new `.<name>.tmp-XXXXXX` (random) next to `path`, private to root (mode 0600).
+fn temp_beside(path: &Path) -> io::Result<NamedTempFile> {
+    let mut prefix = OsString::from(".");
+    prefix.push(path.file_name().unwrap_or(FILE_NAME.as_ref()));
+    prefix.push(".tmp-");
+    tempfile::Builder::new()
+        .prefix(&prefix)
+        .tempfile_in(parent_of(path))
 }
 
 #[cfg(test)]
@@ -416,17 +359,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn temp_creation_never_opens_an_existing_name() {
+    fn temp_files_sit_beside_the_target_and_go_with_their_handle() {
         let dir = tempfile::tempdir().unwrap();
-        let outside = dir.path().join("outside");
-        fs::write(&outside, b"precious").unwrap();
-        let planted = dir.path().join("planted");
-        std::os::unix::fs::symlink(&outside, &planted).unwrap();
-        let e = open_new(&planted).unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
-        fs::write(dir.path().join("plain"), b"x").unwrap();
-        assert!(open_new(&dir.path().join("plain")).is_err());
-        assert_eq!(fs::read(&outside).unwrap(), b"precious");
+        let tmp = temp_beside(&dir.path().join("procdb.bin")).unwrap();
+        assert_eq!(tmp.path().parent(), Some(dir.path()));
+        let name = tmp.path().file_name().unwrap().to_str().unwrap();
+        assert!(name.starts_with(".procdb.bin.tmp-"), "{name}");
+        drop(tmp);
+        assert!(names_in(dir.path()).is_empty());
     }
 
     #[test]
@@ -537,15 +477,17 @@ mod tests {
     #[test]
     fn the_no_replace_rename_closes_the_race_with_a_file_that_appears() {
         let dir = tempfile::tempdir().unwrap();
-        let (tmp, path) = (dir.path().join("tmp"), dir.path().join("procdb.bin"));
-        fs::write(&tmp, b"ours").unwrap();
-        fs::write(&path, b"theirs").unwrap();
-        let e = rename_noreplace(&tmp, &path).unwrap_err();
+        let path = dir.path().join("procdb.bin");
+        // The file appears after the check for it, while the temp file is being synced.
+        let appear = |f: &File| {
+            if !path.exists() {
+                fs::write(&path, b"theirs").unwrap();
+            }
+            f.sync_all()
+        };
+        let e = write_atomic_with(&path, b"ours", Replace::Never, &appear).unwrap_err();
         assert!(is_kept(&e), "{e}");
         assert_eq!(fs::read(&path).unwrap(), b"theirs");
-        fs::remove_file(&path).unwrap();
-        rename_noreplace(&tmp, &path).unwrap();
-        assert_eq!(fs::read(&path).unwrap(), b"ours");
-        assert!(!tmp.exists());
+        assert_eq!(names_in(dir.path()), [OsString::from("procdb.bin")]);
     }
 }

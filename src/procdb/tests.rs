@@ -41,8 +41,7 @@ fn sample_db() -> ProcDb {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    nix::unistd::geteuid().is_root()
 }
 
 #[test]
@@ -405,9 +404,7 @@ fn a_planted_symlink_is_neither_followed_nor_replaced() {
 fn a_planted_fifo_does_not_block_the_load() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("procdb.bin");
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     let (db, outcome) = ProcDb::load(&path, DEFAULT_CAPACITY);
     assert!(db.is_empty());
     assert!(matches!(outcome, LoadOutcome::Unreadable(_)), "{outcome:?}");
@@ -454,8 +451,8 @@ fn load_without_read_permission(path: &Path) -> (ProcDb, LoadOutcome) {
     let p = path.to_path_buf();
     let loaded = std::thread::spawn(move || {
         if is_root() {
-            // SAFETY: setfsuid changes this thread's file-system uid only.
-            unsafe { libc::setfsuid(65534) };
+            // Changes this thread's file-system uid only.
+            nix::unistd::setfsuid(nix::unistd::Uid::from_raw(65534));
         }
         ProcDb::load(&p, DEFAULT_CAPACITY)
     })
@@ -509,12 +506,17 @@ fn a_damaged_file_that_could_not_be_set_aside_is_never_replaced() {
     let path = dir.path().join("procdb.bin");
     let garbage = b"PANDPDB\0 damaged".to_vec();
     fs::write(&path, &garbage).unwrap();
-    // Every name the set-aside could take, this second and the next few, is taken.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    for ts in now..now + 5 {
+    // Every name the set-aside could take, this second and the next few, is taken. Writing
+    // 1000 names a second can itself take seconds on a loaded host: the seconds run on until
+    // five past the end of the writing.
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    let mut ts = now();
+    while ts < now() + 5 {
         for n in 0..1000u32 {
             let suffix = if n == 0 {
                 String::new()
@@ -527,6 +529,7 @@ fn a_damaged_file_that_could_not_be_set_aside_is_never_replaced() {
             )
             .unwrap();
         }
+        ts += 1;
     }
     let (mut db, outcome) = ProcDb::load(&path, DEFAULT_CAPACITY);
     assert!(
@@ -561,4 +564,19 @@ fn a_missing_or_set_aside_file_leaves_saves_free() {
     assert!(!outcome.to_string().contains("stays as it is"), "{outcome}");
     steady(&mut db, "b", Tier::Batch, 1_000_000, 1);
     db.save(&path).unwrap();
+}
+
+/// `sample_db()` as the hand-written CRC-32 before crc32fast saved it: the format did not change,
+/// so the file still loads, and the same database still encodes to the same bytes.
+#[test]
+fn a_file_written_before_crc32fast_loads_and_matches_byte_for_byte() {
+    const OLD: &[u8] = include_bytes!("../../tests/fixtures/procdb-v1.bin");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("procdb.bin");
+    fs::write(&path, OLD).unwrap();
+    let (back, outcome) = ProcDb::load(&path, DEFAULT_CAPACITY);
+    assert!(matches!(outcome, LoadOutcome::Loaded { .. }), "{outcome}");
+    let db = sample_db();
+    assert_eq!(back.to_persisted(), db.to_persisted());
+    assert_eq!(format::encode(&db.to_persisted()), OLD);
 }

@@ -2,6 +2,13 @@
 //! The client side: connect to a running scheduler's stats socket, check that it is ours, and
 //! print a block of statistics every interval. Used by `--monitor` (another process) and by
 //! `--stats` (a thread of the scheduler itself, through the same socket).
+//!
+//! Not `scx_utils::monitor_stats`, which other scx schedulers' `--monitor` use: it retries a
+//! socket that is not there forever (we say no scheduler runs), never asks `stats_meta` (we
+//! refuse another scheduler's server, and the metadata drives our block's fields and rates),
+//! prints the same sample again when it polls twice between two of the daemon's, answers EAGAIN
+//! (no sample yet) with a warning and a reconnect, reconnects when the scheduler goes away (we
+//! stop with an error), and sleeps whole intervals (Ctrl-C and `--stats`' shutdown wait them out).
 
 use super::format;
 use super::metrics::PandemoniumMetrics;

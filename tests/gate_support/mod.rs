@@ -17,6 +17,7 @@ pub mod powersave;
 pub mod stall;
 pub mod standard;
 pub mod trust;
+pub mod verifier;
 pub mod workload;
 
 use scx_pandemonium::preflight::sched_ext_state;
