@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .parse import RC_EJECTED, Record, cyclictest_percentiles
+from .parse import RC_EJECTED, Record, cyclictest_percentiles, tagged_sections
 from .plan import ADMIN_FIGURES
 
 _COUNT = re.compile(r"^admin-count (\S+) (\S+) (-?\d+) (-?\d+)\s*$")
@@ -33,21 +33,8 @@ def counters(text: str) -> dict[str, dict[str, int]]:
 
 
 def sections(text: str) -> dict[str, str]:
-    """FIG -> the tool output between its admin-begin and admin-end lines (an unterminated
-    section runs to the end: the tool was cut off, its parser says what is missing)."""
-    out: dict[str, str] = {}
-    current, lines = None, []
-    for line in text.splitlines():
-        if line.startswith("admin-begin "):
-            current, lines = line.split(None, 1)[1].strip(), []
-        elif line.startswith("admin-end ") and current is not None:
-            out[current] = "\n".join(lines)
-            current = None
-        elif current is not None:
-            lines.append(line)
-    if current is not None:
-        out[current] = "\n".join(lines)
-    return out
+    """FIG -> the tool output between its admin-begin and admin-end lines."""
+    return tagged_sections(text, "admin")
 
 
 def notes(text: str) -> dict[str, list[str]]:

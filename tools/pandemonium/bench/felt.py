@@ -26,7 +26,7 @@ import re
 import statistics
 from dataclasses import replace
 
-from .parse import RC_EJECTED, Record
+from .parse import RC_EJECTED, Record, tagged_sections
 from .plan import AUDIO_FIGURES, EEVDF, FRAMES_FIGURES, PANDEMONIUM, PANDEMONIUM_GAMING, PHASES, \
     is_external
 
@@ -56,21 +56,8 @@ TOOL = {"frames": "frames", "audio": "audio"}  # the guest phase -> its tool's J
 
 
 def sections(text: str) -> dict[str, str]:
-    """PART -> the lines between felt-begin PART and felt-end PART (an unterminated part runs
-    to the end of the output)."""
-    out: dict[str, str] = {}
-    current, lines = None, []
-    for line in text.splitlines():
-        if line.startswith("felt-begin "):
-            current, lines = line.split(None, 1)[1].strip(), []
-        elif line.startswith("felt-end ") and current is not None:
-            out[current] = "\n".join(lines)
-            current = None
-        elif current is not None:
-            lines.append(line)
-    if current is not None:
-        out[current] = "\n".join(lines)
-    return out
+    """PART -> the lines between felt-begin PART and felt-end PART."""
+    return tagged_sections(text, "felt")
 
 
 def part_states(text: str) -> dict[str, str]:

@@ -290,3 +290,22 @@ def parse_results(results: Path) -> tuple[list[Record], list[str], dict[str, str
             key, _, value = line.partition(" ")
             env[key] = value
     return records, events, env
+
+
+def tagged_sections(text: str, tag: str) -> dict[str, str]:
+    """NAME -> the lines between `TAG-begin NAME` and `TAG-end NAME` in a guest phase's output
+    (an unterminated section runs to the end: the tool was cut off, its parser says what is
+    missing)."""
+    out: dict[str, str] = {}
+    current, lines = None, []
+    for line in text.splitlines():
+        if line.startswith(f"{tag}-begin "):
+            current, lines = line.split(None, 1)[1].strip(), []
+        elif line.startswith(f"{tag}-end ") and current is not None:
+            out[current] = "\n".join(lines)
+            current = None
+        elif current is not None:
+            lines.append(line)
+    if current is not None:
+        out[current] = "\n".join(lines)
+    return out
