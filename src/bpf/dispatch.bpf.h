@@ -10,7 +10,7 @@
  * Is the task at the head of @cpu's own DSQ anything but BATCH? Such a task was placed on that
  * CPU at wakeup and waits for it alone: tick() ends a BATCH slice there for it (without that it
  * waited out the whole slice: BPF-only mode's 20 ms slices showed as a 40 ms P99 at 4 vCPUs in
- * the gate's latency layer), and other CPUs take it before BATCH work (dispatch step 4b).
+ * the gate's latency layer), and other CPUs take it before BATCH work (DISP_STEAL_INTERACTIVE).
  */
 static __always_inline bool pcpu_head_interactive(s32 cpu)
 {
@@ -289,21 +289,21 @@ static __always_inline bool wait_bound(s32 cpu, u32 node)
  */
 enum disp_step {
 	DISP_NONE,		/* nothing queued: the CPU idles or its runner goes on */
-	DISP_WAIT_BOUND,
-	DISP_STARVATION_RESCUE,
-	DISP_DRAIN_OFFLINE,
-	DISP_KEEP_PREV,
-	DISP_OWE_LOCAL,
-	DISP_OVERFLOW_RESCUE,
-	DISP_CODEL_RESCUE,
-	DISP_OWN_PCPU,
-	DISP_STEAL_AGED,
-	DISP_NODE_DSQ,
-	DISP_STEAL_INTERACTIVE,
-	DISP_BATCH_DSQ,
-	DISP_STEAL_ANY,
-	DISP_OTHER_NODE,
-	DISP_KEEP_RUNNING,	/* dispatch() step 7, after the waterfall found nothing */
+	DISP_WAIT_BOUND,	/* a task past the wait bound (wait_bound()) */
+	DISP_STARVATION_RESCUE,	/* an overflow DSQ older than the starvation age */
+	DISP_DRAIN_OFFLINE,	/* the own DSQ of a CPU that went offline */
+	DISP_KEEP_PREV,		/* @prev keeps the CPU (keep_prev(), preempt.bpf.h) */
+	DISP_OWE_LOCAL,		/* own DSQ, owed after a rescue served the overflow */
+	DISP_OVERFLOW_RESCUE,	/* an overflow DSQ older than the rescue age */
+	DISP_CODEL_RESCUE,	/* the overflow, whatever its age: this CPU's waits stalled */
+	DISP_OWN_PCPU,		/* own per-CPU DSQ, cache-hot */
+	DISP_STEAL_AGED,	/* a nearby CPU's DSQ, work older than a preemption threshold */
+	DISP_NODE_DSQ,		/* the node's interactive overflow */
+	DISP_STEAL_INTERACTIVE,	/* a nearby CPU's DSQ whose head is not BATCH, any age */
+	DISP_BATCH_DSQ,		/* the node's batch overflow */
+	DISP_STEAL_ANY,		/* a nearby CPU's DSQ, anything */
+	DISP_OTHER_NODE,	/* other nodes' overflow DSQs */
+	DISP_KEEP_RUNNING,	/* dispatch(), after the waterfall found nothing */
 };
 
 static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_struct *prev)
@@ -358,14 +358,14 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 		}
 	}
 
-	/* 0: own per-CPU DSQ, cache-hot. */
+	/* DISP_OWN_PCPU: what was placed on this CPU goes first, cache-hot. */
 	if (move_pcpu(cpu))
 		return DISP_OWN_PCPU;
 
 	/*
-	 * 1: steal from the nearest per-CPU DSQs by R_eff, within the tau-derived budget, work that
-	 * has waited there a preemption threshold: younger work is left to its own CPU, where a
-	 * consumer queued behind its producer reads a batch (see enqueue()).
+	 * DISP_STEAL_AGED: steal from the nearest per-CPU DSQs by R_eff, within the tau-derived
+	 * budget, work that has waited there a preemption threshold: younger work is left to its own
+	 * CPU, where a consumer queued behind its producer reads a batch (see enqueue()).
 	 */
 	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED,
 			   k ? k->preempt_thresh_ns : 0, tp);
@@ -374,16 +374,16 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 		return DISP_STEAL_AGED;
 	}
 
-	/* 4, 5: node overflow DSQs, interactive before batch. */
+	/* DISP_NODE_DSQ, then DISP_BATCH_DSQ: the node overflow DSQs, interactive before batch. */
 	if (move_shared_near(node_dsq(node), &node_dsq_since[node & (MAX_NODES - 1)], cpu))
 		return DISP_NODE_DSQ;
 	/*
-	 * 4b: interactive work of any age queued on a nearby CPU goes before a BATCH task here.
-	 * hackbench's receivers queue on their sender's CPU (enqueue()); taking a busy loop from
-	 * the batch DSQ instead left them to that one CPU until they had waited a preemption
-	 * threshold, and the loops got 21 % of both CPUs while hackbench ran, against EEVDF's 8-9 %
-	 * (sched_switch over the run, 2 vCPUs, 4 busy loops): hackbench took 1.68x EEVDF's time,
-	 * 1.20x with this step (bench-scale, same boot).
+	 * DISP_STEAL_INTERACTIVE: interactive work of any age queued on a nearby CPU goes before a
+	 * BATCH task here. hackbench's receivers queue on their sender's CPU (enqueue()); taking a
+	 * busy loop from the batch DSQ instead left them to that one CPU until they had waited a
+	 * preemption threshold, and the loops got 21 % of both CPUs while hackbench ran, against
+	 * EEVDF's 8-9 % (sched_switch over the run, 2 vCPUs, 4 busy loops): hackbench took 1.68x
+	 * EEVDF's time, 1.20x with this step (bench-scale, same boot).
 	 */
 	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp);
 	if (victim >= 0 && pcpu_head_interactive(victim) && move_pcpu(victim)) {
@@ -392,14 +392,14 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 	}
 	if (move_shared_near(batch_dsq(node), &batch_dsq_since[node & (MAX_NODES - 1)], cpu))
 		return DISP_BATCH_DSQ;
-	/* 5b: rather than go idle, steal per-CPU work of any age. */
+	/* DISP_STEAL_ANY: rather than go idle, steal per-CPU work of any age. */
 	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp);
 	if (victim >= 0 && move_pcpu(victim)) {
 		STAT_INC(nr_steals);
 		return DISP_STEAL_ANY;
 	}
 
-	/* 6: other nodes. */
+	/* DISP_OTHER_NODE: the other nodes' overflow DSQs. */
 	bpf_for(i, 0, MAX_NODES) {
 		if (i >= nr_nodes_ro)
 			break;

@@ -311,7 +311,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	 * producer stops: it then reads a batch. In the shared overflow the other CPU took it at
 	 * once and it read one message per wakeup: 4,500-5,900 context switches per hackbench run
 	 * against EEVDF's 1,100-2,400. Other CPUs steal it only once it has waited a preemption
-	 * threshold (dispatch step 1), or when they have nothing else to run.
+	 * threshold (DISP_STEAL_AGED), or when they have nothing else to run.
 	 */
 	if (sync && tctx->tier != TIER_BATCH) {
 		s32 wcpu = bpf_get_smp_processor_id();
@@ -345,8 +345,9 @@ void BPF_STRUCT_OPS(pandemonium_dispatch, s32 cpu, struct task_struct *prev)
 	STAT_INC(nr_dispatches);
 	step = dispatch_waterfall(cpu, prev);
 	/*
-	 * 7: nothing queued anywhere; let the previous task keep the CPU if it still wants it and
-	 * its group has quota left (else it reaches enqueue() with SCX_ENQ_LAST and is parked).
+	 * DISP_KEEP_RUNNING: nothing queued anywhere; let the previous task keep the CPU if it still
+	 * wants it and its group has quota left (else it reaches enqueue() with SCX_ENQ_LAST and is
+	 * parked).
 	 */
 	if (step == DISP_NONE && prev && (prev->scx.flags & SCX_TASK_QUEUED) && (k = knobs()) &&
 	    (tctx = task_ctx(prev)) && may_keep_running(tctx, bpf_ktime_get_ns())) {
@@ -576,7 +577,7 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	/*
 	 * Consumers queued on their producer's CPU (enqueue()) wait for it alone while this CPU runs
 	 * a busy loop for a whole batch slice: once they have waited a preemption threshold, this
-	 * CPU yields and dispatch step 1 steals them. A BATCH head there may be pinned and is no
+	 * CPU yields and DISP_STEAL_AGED steals them. A BATCH head there may be pinned and is no
 	 * reason to yield.
 	 */
 	if (ran_thresh &&
