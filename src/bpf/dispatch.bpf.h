@@ -6,27 +6,6 @@
 #ifndef __PANDEMONIUM_DISPATCH_BPF_H
 #define __PANDEMONIUM_DISPATCH_BPF_H
 
-/*
- * Is the task at the head of @cpu's own DSQ anything but BATCH? Such a task was placed on that
- * CPU at wakeup and waits for it alone: tick() ends a BATCH slice there for it (without that it
- * waited out the whole slice: BPF-only mode's 20 ms slices showed as a 40 ms P99 at 4 vCPUs in
- * the gate's latency layer), and other CPUs take it before BATCH work (DISP_STEAL_INTERACTIVE).
- */
-static __always_inline bool pcpu_head_interactive(s32 cpu)
-{
-	struct task_struct *w;
-	struct task_ctx *wctx;
-
-	/* The common case on a busy CPU: nothing queued here, no iterator to set up. */
-	if (scx_bpf_dsq_nr_queued(cpu) <= 0)
-		return false;
-	bpf_for_each(scx_dsq, w, cpu, 0) {
-		wctx = task_ctx(w);
-		return wctx && wctx->tier != TIER_BATCH;
-	}
-	return false;
-}
-
 /* After a move out of a shared DSQ: empty -> clear the age, else restart it at now. */
 static __always_inline void refresh_since(u64 dsq, u64 *since)
 {
@@ -165,52 +144,6 @@ static __always_inline bool drain_offline(void)
 		}
 	}
 	return false;
-}
-
-/*
- * @prev is not BATCH and ran out of slice, and nothing but BATCH work waits here or for a steal
- * (the starvation cap above has had its turn): it keeps the CPU with a new slice. The kernel asks
- * dispatch() before it requeues @prev, so without this a busy loop took the CPU and @prev waited
- * in the overflow for the next tick or longer (ftrace, a 10 ms probe beside busy loops: 12-37 of
- * 400 bursts cut so, off the CPU 4-60 ms, while every wakeup got a CPU within 0.6 ms; 1-3 with
- * this, back within 0.5 ms). EEVDF lets a sleeper's lag finish its burst the same way. A hog that
- * is not BATCH yet turns BATCH within a few slices (classify()).
- */
-static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 node,
-				      struct tuning_knobs *k, struct topo_params *tp)
-{
-	struct task_ctx *tctx;
-	u64 now = bpf_ktime_get_ns(), ran;
-
-	if (!k || !(prev->scx.flags & SCX_TASK_QUEUED) || !(tctx = task_ctx(prev)) ||
-	    tctx->tier == TIER_BATCH || !may_keep_running(tctx, now))
-		return false;
-	ran = tctx->last_run_at ? now - tctx->last_run_at : 0;
-	/*
-	 * A kept task is neither classified nor charged until it stops, so a burst past the
-	 * CPU-bound mark, or past the share its weight buys, goes back to be judged and queued by
-	 * vtime: kept whenever only BATCH work waited, a new busy loop stayed INTERACTIVE and ran
-	 * ahead of every BATCH task, whatever its nice.
-	 */
-	if (tctx->awake_runtime + ran > cpu_bound_thresh_ns(k) ||
-	    outran_share(prev, charge_vtime(ran, tctx->weight), tp))
-		return false;
-	if (scx_bpf_dsq_nr_queued(cpu) > 0 ||
-	    scx_bpf_dsq_nr_queued(node_dsq(node)) > 0 ||
-	    rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, k->preempt_thresh_ns,
-		      tp) >= 0)
-		return false;
-	prev->scx.slice = task_slice(tctx, k);
-	/*
-	 * running() is not called again for a kept task: its deadline for a waker's preemption
-	 * test moves to where its vtime is now plus the new slice, or a waker with a later deadline
-	 * than that stale one waited out the whole new slice (mixed phase: wake-to-run P99 0.37x
-	 * EEVDF's against 0.10x before this task was kept).
-	 */
-	cpu_ctx(cpu)->run_deadline = prev->scx.dsq_vtime + prev->scx.slice +
-		charge_vtime(ran, tctx->weight);
-	STAT_INC(nr_keep_running);
-	return true;
 }
 
 /*
