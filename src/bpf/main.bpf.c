@@ -629,8 +629,14 @@ void BPF_STRUCT_OPS(pandemonium_cpu_online, s32 cpu)
 }
 
 /*
- * A higher scheduling class (an RT or deadline task) took @cpu: the tasks already in its local DSQ
- * would wait behind it. Send them through enqueue() again so they are placed on other CPUs.
+ * A higher scheduling class (an RT, deadline or stop task) took @cpu. The kernel only tells us:
+ * the tasks already in this CPU's local DSQ stay there, behind that task, for as long as it runs.
+ * That holds on every kernel we run on. The sched_ext deadline server of the kernels after 6.18
+ * gives them a few percent of this CPU under a long RT run, not another CPU, and the kernel
+ * requeues a local DSQ by itself only for tasks inserted with SCX_ENQ_IMMED (7.1+), which we do
+ * not use. So each of them goes through enqueue() again (SCX_ENQ_REENQ, its first queueing stamp
+ * kept: mark_enqueued()) and is placed on another CPU; a task pinned here queues here again. The
+ * compat wrapper calls scx_bpf_dsq_reenq(SCX_DSQ_LOCAL) on kernels that have it.
  */
 void BPF_STRUCT_OPS(pandemonium_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
