@@ -14,6 +14,7 @@
 #include "codel.bpf.h"
 #include "preempt.bpf.h"
 #include "dispatch.bpf.h"
+#include "dump.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -769,6 +770,9 @@ SCX_OPS_DEFINE(pandemonium_ops,
 	       .cpu_offline = (void *)pandemonium_cpu_offline,
 	       .init = (void *)pandemonium_init,
 	       .exit = (void *)pandemonium_exit,
+	       .dump = (void *)pandemonium_dump,
+	       .dump_cpu = (void *)pandemonium_dump_cpu,
+	       .dump_task = (void *)pandemonium_dump_task,
 	       .flags = SCX_OPS_ENQ_LAST,
 	       .timeout_ms = 5000,
 	       .name = "pandemonium");
