@@ -660,6 +660,7 @@ fn full_gate() {
     faults::layer_sigterm_load();
     faults::layer_start_twice();
     faults::layer_procdb_faults();
+    faults::layer_exit_dump();
     eprintln!("gate full_gate: faults passed");
     knobs::layer_knob_clamp();
     eprintln!("gate full_gate: knob_clamp passed");
@@ -927,8 +928,8 @@ fn status() {
     layer_status();
 }
 
-// Fault layers (tests/gate_support/faults.rs); all five took about a minute together at 2 vCPUs
-// under TCG, so full_gate runs them too.
+// Fault layers (tests/gate_support/faults.rs); the first five took about a minute together at 2
+// vCPUs under TCG and exit_dump about 15 s, so full_gate runs them too.
 
 #[test]
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
@@ -958,6 +959,12 @@ fn start_twice() {
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn procdb_faults() {
     faults::layer_procdb_faults();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn exit_dump() {
+    faults::layer_exit_dump();
 }
 
 #[test]

@@ -6,27 +6,6 @@
 #ifndef __PANDEMONIUM_DISPATCH_BPF_H
 #define __PANDEMONIUM_DISPATCH_BPF_H
 
-/*
- * Is the task at the head of @cpu's own DSQ anything but BATCH? Such a task was placed on that
- * CPU at wakeup and waits for it alone: tick() ends a BATCH slice there for it (without that it
- * waited out the whole slice: BPF-only mode's 20 ms slices showed as a 40 ms P99 at 4 vCPUs in
- * the gate's latency layer), and other CPUs take it before BATCH work (dispatch step 4b).
- */
-static __always_inline bool pcpu_head_interactive(s32 cpu)
-{
-	struct task_struct *w;
-	struct task_ctx *wctx;
-
-	/* The common case on a busy CPU: nothing queued here, no iterator to set up. */
-	if (scx_bpf_dsq_nr_queued(cpu) <= 0)
-		return false;
-	bpf_for_each(scx_dsq, w, cpu, 0) {
-		wctx = task_ctx(w);
-		return wctx && wctx->tier != TIER_BATCH;
-	}
-	return false;
-}
-
 /* After a move out of a shared DSQ: empty -> clear the age, else restart it at now. */
 static __always_inline void refresh_since(u64 dsq, u64 *since)
 {
@@ -168,52 +147,6 @@ static __always_inline bool drain_offline(void)
 }
 
 /*
- * @prev is not BATCH and ran out of slice, and nothing but BATCH work waits here or for a steal
- * (the starvation cap above has had its turn): it keeps the CPU with a new slice. The kernel asks
- * dispatch() before it requeues @prev, so without this a busy loop took the CPU and @prev waited
- * in the overflow for the next tick or longer (ftrace, a 10 ms probe beside busy loops: 12-37 of
- * 400 bursts cut so, off the CPU 4-60 ms, while every wakeup got a CPU within 0.6 ms; 1-3 with
- * this, back within 0.5 ms). EEVDF lets a sleeper's lag finish its burst the same way. A hog that
- * is not BATCH yet turns BATCH within a few slices (classify()).
- */
-static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 node,
-				      struct tuning_knobs *k, struct topo_params *tp)
-{
-	struct task_ctx *tctx;
-	u64 now = bpf_ktime_get_ns(), ran;
-
-	if (!k || !(prev->scx.flags & SCX_TASK_QUEUED) || !(tctx = task_ctx(prev)) ||
-	    tctx->tier == TIER_BATCH || !may_keep_running(tctx, now))
-		return false;
-	ran = tctx->last_run_at ? now - tctx->last_run_at : 0;
-	/*
-	 * A kept task is neither classified nor charged until it stops, so a burst past the
-	 * CPU-bound mark, or past the share its weight buys, goes back to be judged and queued by
-	 * vtime: kept whenever only BATCH work waited, a new busy loop stayed INTERACTIVE and ran
-	 * ahead of every BATCH task, whatever its nice.
-	 */
-	if (tctx->awake_runtime + ran > cpu_bound_thresh_ns(k) ||
-	    outran_share(prev, charge_vtime(ran, tctx->weight), tp))
-		return false;
-	if (scx_bpf_dsq_nr_queued(cpu) > 0 ||
-	    scx_bpf_dsq_nr_queued(node_dsq(node)) > 0 ||
-	    rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, k->preempt_thresh_ns,
-		      tp) >= 0)
-		return false;
-	prev->scx.slice = task_slice(tctx, k);
-	/*
-	 * running() is not called again for a kept task: its deadline for a waker's preemption
-	 * test moves to where its vtime is now plus the new slice, or a waker with a later deadline
-	 * than that stale one waited out the whole new slice (mixed phase: wake-to-run P99 0.37x
-	 * EEVDF's against 0.10x before this task was kept).
-	 */
-	cpu_ctx(cpu)->run_deadline = prev->scx.dsq_vtime + prev->scx.slice +
-		charge_vtime(ran, tctx->weight);
-	STAT_INC(nr_keep_running);
-	return true;
-}
-
-/*
  * The wait bound. Vtime shares CPU by weight, and a light task's turn comes after the heavier
  * ones have caught up with its charge: a SCHED_IDLE task that ran one tick is due after 341
  * ticks of each nice 0 task beside it, seconds under a build, past the kernel's 5 s watchdog.
@@ -289,21 +222,21 @@ static __always_inline bool wait_bound(s32 cpu, u32 node)
  */
 enum disp_step {
 	DISP_NONE,		/* nothing queued: the CPU idles or its runner goes on */
-	DISP_WAIT_BOUND,
-	DISP_STARVATION_RESCUE,
-	DISP_DRAIN_OFFLINE,
-	DISP_KEEP_PREV,
-	DISP_OWE_LOCAL,
-	DISP_OVERFLOW_RESCUE,
-	DISP_CODEL_RESCUE,
-	DISP_OWN_PCPU,
-	DISP_STEAL_AGED,
-	DISP_NODE_DSQ,
-	DISP_STEAL_INTERACTIVE,
-	DISP_BATCH_DSQ,
-	DISP_STEAL_ANY,
-	DISP_OTHER_NODE,
-	DISP_KEEP_RUNNING,	/* dispatch() step 7, after the waterfall found nothing */
+	DISP_WAIT_BOUND,	/* a task past the wait bound (wait_bound()) */
+	DISP_STARVATION_RESCUE,	/* an overflow DSQ older than the starvation age */
+	DISP_DRAIN_OFFLINE,	/* the own DSQ of a CPU that went offline */
+	DISP_KEEP_PREV,		/* @prev keeps the CPU (keep_prev(), preempt.bpf.h) */
+	DISP_OWE_LOCAL,		/* own DSQ, owed after a rescue served the overflow */
+	DISP_OVERFLOW_RESCUE,	/* an overflow DSQ older than the rescue age */
+	DISP_CODEL_RESCUE,	/* the overflow, whatever its age: this CPU's waits stalled */
+	DISP_OWN_PCPU,		/* own per-CPU DSQ, cache-hot */
+	DISP_STEAL_AGED,	/* a nearby CPU's DSQ, work older than a preemption threshold */
+	DISP_NODE_DSQ,		/* the node's interactive overflow */
+	DISP_STEAL_INTERACTIVE,	/* a nearby CPU's DSQ whose head is not BATCH, any age */
+	DISP_BATCH_DSQ,		/* the node's batch overflow */
+	DISP_STEAL_ANY,		/* a nearby CPU's DSQ, anything */
+	DISP_OTHER_NODE,	/* other nodes' overflow DSQs */
+	DISP_KEEP_RUNNING,	/* dispatch(), after the waterfall found nothing */
 };
 
 static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_struct *prev)
@@ -358,14 +291,14 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 		}
 	}
 
-	/* 0: own per-CPU DSQ, cache-hot. */
+	/* DISP_OWN_PCPU: what was placed on this CPU goes first, cache-hot. */
 	if (move_pcpu(cpu))
 		return DISP_OWN_PCPU;
 
 	/*
-	 * 1: steal from the nearest per-CPU DSQs by R_eff, within the tau-derived budget, work that
-	 * has waited there a preemption threshold: younger work is left to its own CPU, where a
-	 * consumer queued behind its producer reads a batch (see enqueue()).
+	 * DISP_STEAL_AGED: steal from the nearest per-CPU DSQs by R_eff, within the tau-derived
+	 * budget, work that has waited there a preemption threshold: younger work is left to its own
+	 * CPU, where a consumer queued behind its producer reads a batch (see enqueue()).
 	 */
 	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED,
 			   k ? k->preempt_thresh_ns : 0, tp);
@@ -374,16 +307,16 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 		return DISP_STEAL_AGED;
 	}
 
-	/* 4, 5: node overflow DSQs, interactive before batch. */
+	/* DISP_NODE_DSQ, then DISP_BATCH_DSQ: the node overflow DSQs, interactive before batch. */
 	if (move_shared_near(node_dsq(node), &node_dsq_since[node & (MAX_NODES - 1)], cpu))
 		return DISP_NODE_DSQ;
 	/*
-	 * 4b: interactive work of any age queued on a nearby CPU goes before a BATCH task here.
-	 * hackbench's receivers queue on their sender's CPU (enqueue()); taking a busy loop from
-	 * the batch DSQ instead left them to that one CPU until they had waited a preemption
-	 * threshold, and the loops got 21 % of both CPUs while hackbench ran, against EEVDF's 8-9 %
-	 * (sched_switch over the run, 2 vCPUs, 4 busy loops): hackbench took 1.68x EEVDF's time,
-	 * 1.20x with this step (bench-scale, same boot).
+	 * DISP_STEAL_INTERACTIVE: interactive work of any age queued on a nearby CPU goes before a
+	 * BATCH task here. hackbench's receivers queue on their sender's CPU (enqueue()); taking a
+	 * busy loop from the batch DSQ instead left them to that one CPU until they had waited a
+	 * preemption threshold, and the loops got 21 % of both CPUs while hackbench ran, against
+	 * EEVDF's 8-9 % (sched_switch over the run, 2 vCPUs, 4 busy loops): hackbench took 1.68x
+	 * EEVDF's time, 1.20x with this step (bench-scale, same boot).
 	 */
 	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp);
 	if (victim >= 0 && pcpu_head_interactive(victim) && move_pcpu(victim)) {
@@ -392,14 +325,14 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 	}
 	if (move_shared_near(batch_dsq(node), &batch_dsq_since[node & (MAX_NODES - 1)], cpu))
 		return DISP_BATCH_DSQ;
-	/* 5b: rather than go idle, steal per-CPU work of any age. */
+	/* DISP_STEAL_ANY: rather than go idle, steal per-CPU work of any age. */
 	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp);
 	if (victim >= 0 && move_pcpu(victim)) {
 		STAT_INC(nr_steals);
 		return DISP_STEAL_ANY;
 	}
 
-	/* 6: other nodes. */
+	/* DISP_OTHER_NODE: the other nodes' overflow DSQs. */
 	bpf_for(i, 0, MAX_NODES) {
 		if (i >= nr_nodes_ro)
 			break;

@@ -12,7 +12,9 @@
 #include "placement.bpf.h"
 #include "bandwidth.bpf.h"
 #include "codel.bpf.h"
+#include "preempt.bpf.h"
 #include "dispatch.bpf.h"
+#include "dump.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -165,55 +167,6 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 	return cpu;
 }
 
-/*
- * Placement by preemption: a waking (or new) task that is not BATCH takes a CPU from a BATCH task
- * right away, the one it last ran on first, else the nearest by R_eff: under saturation an
- * interactive wakeup gets a CPU within one context switch, which is all the idle floor allows.
- * Waiting for a tick or a BATCH slice to end was the 4-5x cyclictest gap to EEVDF. With no BATCH
- * runner in reach, it takes the CPU of a runner whose deadline comes after its own: a fork storm
- * keeps every CPU busy with short INTERACTIVE tasks, and a periodic task queued behind them waited
- * for the next tick (4 ms at HZ=250) where EEVDF preempts at once (2x EEVDF's P99 in the gate's
- * responsiveness layer).
- */
-static __always_inline s32 claim_victim(struct task_struct *p, s32 cpu, u64 deadline,
-					struct topo_params *tp)
-{
-	if (cpu_is_online(cpu) && bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
-	    claim_runner(cpu, deadline))
-		return cpu;
-	if (p->nr_cpus_allowed > 1)
-		return rank_pick(p, cpu, tp->spill_search_budget, RANK_WANT_RUNNER, deadline, tp);
-	return -1;
-}
-
-static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct task_ctx *tctx,
-					       s32 cpu, u64 slice, u64 vtime, u64 enq_flags,
-					       bool sync, struct topo_params *tp)
-{
-	s32 victim;
-
-	/*
-	 * A producer waking its consumer (a pipe, a socket: a synchronous wakeup by a waker that
-	 * keeps running) does not preempt: the consumer then reads a batch instead of one message
-	 * per context switch. Preempting there cost hackbench 5x EEVDF's context switches and 30x
-	 * its migrations. Timer, interrupt and exit wakeups (cyclictest, a frame loop, a parent
-	 * reaping its child) still preempt.
-	 */
-	if (tctx->tier == TIER_BATCH || sync ||
-	    (!(enq_flags & SCX_ENQ_WAKEUP) && tctx->last_run_at))
-		return false;
-	/* A CPU past cpu_offline must not send IPIs (see kick_cpu()). */
-	if (!cpu_ctx(bpf_get_smp_processor_id())->online)
-		return false;
-	victim = claim_victim(p, cpu, 0, tp);
-	if (victim < 0)
-		victim = claim_victim(p, cpu, vtime + slice, tp);
-	if (victim < 0)
-		return false;
-	preempt_on(p, tctx, victim, slice, enq_flags);
-	return true;
-}
-
 void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
@@ -311,7 +264,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	 * producer stops: it then reads a batch. In the shared overflow the other CPU took it at
 	 * once and it read one message per wakeup: 4,500-5,900 context switches per hackbench run
 	 * against EEVDF's 1,100-2,400. Other CPUs steal it only once it has waited a preemption
-	 * threshold (dispatch step 1), or when they have nothing else to run.
+	 * threshold (DISP_STEAL_AGED), or when they have nothing else to run.
 	 */
 	if (sync && tctx->tier != TIER_BATCH) {
 		s32 wcpu = bpf_get_smp_processor_id();
@@ -345,8 +298,9 @@ void BPF_STRUCT_OPS(pandemonium_dispatch, s32 cpu, struct task_struct *prev)
 	STAT_INC(nr_dispatches);
 	step = dispatch_waterfall(cpu, prev);
 	/*
-	 * 7: nothing queued anywhere; let the previous task keep the CPU if it still wants it and
-	 * its group has quota left (else it reaches enqueue() with SCX_ENQ_LAST and is parked).
+	 * DISP_KEEP_RUNNING: nothing queued anywhere; let the previous task keep the CPU if it still
+	 * wants it and its group has quota left (else it reaches enqueue() with SCX_ENQ_LAST and is
+	 * parked).
 	 */
 	if (step == DISP_NONE && prev && (prev->scx.flags & SCX_TASK_QUEUED) && (k = knobs()) &&
 	    (tctx = task_ctx(prev)) && may_keep_running(tctx, bpf_ktime_get_ns())) {
@@ -423,7 +377,6 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	struct task_ctx *tctx = task_ctx(p);
 	struct pandemonium_stats *s;
 	struct pandemonium_hist *h;
-	struct tuning_knobs *k;
 	struct topo_params *tp;
 	u64 now = bpf_ktime_get_ns(), lat;
 	s32 cpu = scx_bpf_task_cpu(p);
@@ -434,23 +387,7 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 		return;
 	tctx->last_run_at = now;
 	tctx->bw_at = now;
-	cpu_ctx(cpu)->run_deadline = p->scx.dsq_vtime + p->scx.slice;
-	/* No waker claims a wait-bound rescue (run_outwaited()). */
-	if (tctx->wait_rescued)
-		cpu_ctx(cpu)->run_kind = RUN_NONE;
-	else
-		cpu_ctx(cpu)->run_kind = tctx->tier == TIER_BATCH ? RUN_BATCH : RUN_OTHER;
-	/*
-	 * A BATCH task that gets a CPU while interactive work waits in the node DSQ (an overflow
-	 * rescue, or the only thing this CPU's dispatch found first) or in a nearby CPU's own DSQ
-	 * (too young to steal yet) runs one preemption threshold, not a whole batch slice: it makes
-	 * progress without holding the waiters for 20 ms.
-	 */
-	if (tctx->tier == TIER_BATCH && !tctx->wait_rescued && (k = knobs()) && (tp = topo()) &&
-	    p->scx.slice > k->preempt_thresh_ns &&
-	    (scx_bpf_dsq_nr_queued(node_dsq(cpu_node(cpu))) > 0 ||
-	     rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp) >= 0))
-		p->scx.slice = k->preempt_thresh_ns;
+	runner_started(p, tctx, cpu);
 	if ((s = stats()) && tctx->last_cpu >= 0) {
 		if (same_l2(tctx->last_cpu, cpu))
 			s->l2_hit[tier_idx(tctx->tier)]++;
@@ -527,21 +464,13 @@ static __always_inline void update_longrun(struct topo_params *tp, u64 now)
 		longrun_mode = on;
 }
 
-/*
- * A BATCH task yields its CPU once an interactive task has waited in the node DSQ longer than
- * preempt_thresh_ns (4x sooner while a LAT_CRITICAL one is among them), or once it has itself
- * run that long while an interactive task waits in this CPU's own DSQ; that CPU's next dispatch
- * then serves its own DSQ before any overflow rescue.
- */
 void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	struct tuning_knobs *k = knobs();
 	struct topo_params *tp = topo();
-	s32 cpu = scx_bpf_task_cpu(p), victim;
-	u32 node = cpu_node(cpu);
-	u64 since, thresh, now = bpf_ktime_get_ns();
-	bool ran_thresh;
+	s32 cpu = scx_bpf_task_cpu(p);
+	u64 now = bpf_ktime_get_ns();
 
 	if (now - knobs_at >= KNOB_REFRESH_NS)
 		refresh_knobs(now);
@@ -553,49 +482,8 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 		p->scx.slice = 0;
 		return;
 	}
-	/* A wait-bound rescue runs out its slice (run_outwaited()). */
-	if (!tctx || !k || !tp || tctx->tier != TIER_BATCH || tctx->wait_rescued)
-		return;
-	if (cpu_ctx(cpu)->local_urgent) {
-		cpu_ctx(cpu)->local_urgent = 0;
-		p->scx.slice = 0;
-		STAT_INC(nr_preempt);
-		return;
-	}
-	thresh = k->preempt_thresh_ns;
-	/* Thin topologies protect BATCH runners longer during longrun, or they would thrash. */
-	if (longrun_mode)
-		thresh <<= tp->longrun_preempt_shift;
-	ran_thresh = tctx->last_run_at && now - tctx->last_run_at >= thresh;
-	if (ran_thresh && pcpu_head_interactive(cpu)) {
-		p->scx.slice = 0;
-		cpu_ctx(cpu)->owe_local = 1;
-		STAT_INC(nr_preempt);
-		return;
-	}
-	/*
-	 * Consumers queued on their producer's CPU (enqueue()) wait for it alone while this CPU runs
-	 * a busy loop for a whole batch slice: once they have waited a preemption threshold, this
-	 * CPU yields and dispatch step 1 steals them. A BATCH head there may be pinned and is no
-	 * reason to yield.
-	 */
-	if (ran_thresh &&
-	    (victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, thresh,
-				tp)) >= 0 && pcpu_head_interactive(victim)) {
-		p->scx.slice = 0;
-		STAT_INC(nr_preempt);
-		return;
-	}
-	since = node_dsq_since[node & (MAX_NODES - 1)];
-	if (!since)
-		return;
-	if (latcrit_waiting)
-		thresh >>= 2;
-	if (now - since < thresh)
-		return;
-	p->scx.slice = 0;
-	latcrit_waiting = 0;
-	STAT_INC(nr_preempt);
+	if (tctx && k && tp)
+		tick_preempt(p, tctx, cpu, k, tp, now);
 }
 
 void BPF_STRUCT_OPS(pandemonium_enable, struct task_struct *p)
@@ -742,8 +630,14 @@ void BPF_STRUCT_OPS(pandemonium_cpu_online, s32 cpu)
 }
 
 /*
- * A higher scheduling class (an RT or deadline task) took @cpu: the tasks already in its local DSQ
- * would wait behind it. Send them through enqueue() again so they are placed on other CPUs.
+ * A higher scheduling class (an RT, deadline or stop task) took @cpu. The kernel only tells us:
+ * the tasks already in this CPU's local DSQ stay there, behind that task, for as long as it runs.
+ * That holds on every kernel we run on. The sched_ext deadline server of the kernels after 6.18
+ * gives them a few percent of this CPU under a long RT run, not another CPU, and the kernel
+ * requeues a local DSQ by itself only for tasks inserted with SCX_ENQ_IMMED (7.1+), which we do
+ * not use. So each of them goes through enqueue() again (SCX_ENQ_REENQ, its first queueing stamp
+ * kept: mark_enqueued()) and is placed on another CPU; a task pinned here queues here again. The
+ * compat wrapper calls scx_bpf_dsq_reenq(SCX_DSQ_LOCAL) on kernels that have it.
  */
 void BPF_STRUCT_OPS(pandemonium_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
@@ -876,6 +770,9 @@ SCX_OPS_DEFINE(pandemonium_ops,
 	       .cpu_offline = (void *)pandemonium_cpu_offline,
 	       .init = (void *)pandemonium_init,
 	       .exit = (void *)pandemonium_exit,
+	       .dump = (void *)pandemonium_dump,
+	       .dump_cpu = (void *)pandemonium_dump_cpu,
+	       .dump_task = (void *)pandemonium_dump_task,
 	       .flags = SCX_OPS_ENQ_LAST,
 	       .timeout_ms = 5000,
 	       .name = "pandemonium");

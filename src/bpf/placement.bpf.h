@@ -169,25 +169,6 @@ static __always_inline void insert_local(struct task_struct *p, struct task_ctx 
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
 }
 
-/*
- * Claims @cpu's running task as the one a waking task preempts: a BATCH task always, any other
- * only when its virtual deadline (vtime + slice) comes after @deadline, the waker's (0: BATCH
- * only). That is EEVDF's wakeup test: among sleepers that all banked the same capped credit, the
- * one with the short burst (a periodic probe beside a fork storm's parents) goes first. The
- * compare-and-swap lets exactly one of several simultaneous wakers take it, the others look
- * further.
- */
-static __always_inline bool claim_runner(s32 cpu, u64 deadline)
-{
-	struct cpu_ctx *c = cpu_ctx(cpu);
-	u32 kind = c->run_kind;
-
-	if (kind == RUN_NONE ||
-	    (kind == RUN_OTHER && (!deadline || !time_before(deadline, c->run_deadline))))
-		return false;
-	return __sync_val_compare_and_swap(&c->run_kind, kind, RUN_NONE) == kind;
-}
-
 enum rank_want {
 	RANK_WANT_ROOM,   /* per-CPU DSQ below the depth gate (spill) */
 	RANK_WANT_QUEUED, /* per-CPU DSQ holding work (steal) */
@@ -197,6 +178,9 @@ enum rank_want {
 	RANK_WANT_IDLE_LITTLE, /* idle CPU_SIZE_LITTLE CPU, claimed (hybrid machines) */
 	RANK_WANT_RUNNER_BIG,  /* CPU_SIZE_BIG CPU whose runner claim_runner() takes (hybrid) */
 };
+
+/* Takes @cpu's runner for a waker with deadline @deadline (RANK_WANT_RUNNER): preempt.bpf.h. */
+static __always_inline bool claim_runner(s32 cpu, u64 deadline);
 
 /*
  * Walks @cpu's affinity row (nearest by R_eff first) for the first CPU that has what @want asks.
@@ -309,42 +293,6 @@ static __always_inline s32 pick_idle_sized(const struct task_struct *p,
 		return cpu;
 	return rank_pick(p, cpu, tp->spill_search_budget,
 			 batch ? RANK_WANT_IDLE_LITTLE : RANK_WANT_IDLE_BIG, 0, tp);
-}
-
-/*
- * On a hybrid machine with no big CPU idle for a LAT_CRITICAL or INTERACTIVE wakeup, a big CPU
- * running BATCH work, its runner claimed: the wakeup preempts it rather than take an idle little
- * CPU, and the BATCH task, requeued by the preemption, finds that little CPU in enqueue(). A
- * lone runner is never requeued, so a BATCH task that once spilled to a big CPU otherwise kept it
- * while the interactive work it should make way for ran on the little ones: in the gate's hybrid
- * layer a 1 ms sleeper beside one such task woke on a big CPU for 56 % of its wakeups.
- */
-static __always_inline s32 claim_big_batch(const struct task_struct *p,
-					   const struct task_ctx *tctx, s32 cpu,
-					   struct topo_params *tp)
-{
-	if (!hybrid_ro || tctx->tier == TIER_BATCH)
-		return -1;
-	if (cpu_size(cpu) == CPU_SIZE_BIG && cpu_is_online(cpu) &&
-	    bpf_cpumask_test_cpu(cpu, p->cpus_ptr) && claim_runner(cpu, 0))
-		return cpu;
-	return rank_pick(p, cpu, tp->spill_search_budget, RANK_WANT_RUNNER_BIG, 0, tp);
-}
-
-/* @p takes @victim, whose runner the caller claimed. */
-static __always_inline void preempt_on(struct task_struct *p, struct task_ctx *tctx, s32 victim,
-				       u64 slice, u64 enq_flags)
-{
-	insert_local(p, tctx, victim, slice, enq_flags | SCX_ENQ_PREEMPT);
-	/*
-	 * SCX_ENQ_PREEMPT into another CPU's local DSQ did not reliably end its runner's slice:
-	 * in the VM, 30 of 47 such wakeups of a 10 ms periodic task beside a fork storm waited out
-	 * the victim's whole 20 ms batch slice (ftrace, sched_wakeup to sched_switch), against
-	 * none of 119 on the waker's own CPU. The kick ends it: 0 of 56 after.
-	 */
-	if (victim != bpf_get_smp_processor_id())
-		kick_cpu(victim, SCX_KICK_PREEMPT);
-	STAT_INC(nr_hard_kicks);
 }
 
 /*

@@ -11,7 +11,7 @@ use scx_pandemonium::procdb::{self, LoadOutcome, ProcDb};
 use std::ffi::CString;
 use std::os::unix::fs::symlink;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 fn counts(workers: &[Arc<Progress>]) -> Vec<u64> {
     workers
@@ -100,12 +100,60 @@ pub fn layer_kill9() {
     assert!(complaints.is_empty(), "{}", complaints.join("\n"));
 }
 
+/// The lines our dump ops (src/bpf/dump.bpf.h) add to the kernel's debug dump: the global state,
+/// a CPU and a task.
+const DUMP_MARKERS: [&str; 3] = [
+    "pandemonium: vtime_now ",
+    "pandemonium: cpu ",
+    "pandemonium: tier ",
+];
+
+fn missing_dump_lines(dump: &str) -> Vec<&'static str> {
+    DUMP_MARKERS
+        .into_iter()
+        .filter(|m| !dump.contains(m))
+        .collect()
+}
+
+/// SysRq-D: the kernel writes its debug dump, ours included, to the sched_ext_dump tracepoint and
+/// the scheduler keeps running. It is the dump an error exit hands to the daemon.
+fn sysrq_dump() {
+    let tracing = Path::new("/sys/kernel/tracing");
+    let enable = tracing.join("events/sched_ext/sched_ext_dump/enable");
+    let trace = tracing.join("trace");
+    fs::write(&trace, "").expect("clearing the trace buffer");
+    fs::write(&enable, "1").expect("enabling the sched_ext_dump tracepoint");
+    fs::write("/proc/sysrq-trigger", "D").expect("writing D to /proc/sysrq-trigger");
+    std::thread::sleep(Duration::from_secs(1));
+    let dump = fs::read_to_string(&trace).unwrap_or_default();
+    fs::write(&enable, "0").expect("disabling the sched_ext_dump tracepoint");
+    fs::write(&trace, "").expect("clearing the trace buffer");
+    let ours: Vec<&str> = dump
+        .lines()
+        .filter(|l| l.contains("pandemonium: "))
+        .collect();
+    eprintln!(
+        "gate sysrq: SysRq-D dumped {} lines, {} of them ours; first: {:?}",
+        dump.lines().count(),
+        ours.len(),
+        ours.first()
+    );
+    let missing = missing_dump_lines(&dump);
+    assert!(
+        missing.is_empty(),
+        "the SysRq-D dump lacks {missing:?}:\n{dump}"
+    );
+    assert_eq!(state(), "enabled", "SysRq-D ended the scheduler");
+}
+
+/// SysRq-D first: the kernel's debug dump holds our lines, and the scheduler runs on. Then
 /// SysRq-S: the kernel disables the scheduler on the user's request. The daemon says why and
 /// exits with status 0 (a deliberate detach, so systemd's Restart=on-failure leaves it off).
 pub fn layer_sysrq() {
     require_gate_environment();
     let mut sched = SchedulerProc::start(&["-v"]);
     sched.wait_attached();
+    sysrq_dump();
     fault_under_load(
         "sysrq",
         Duration::from_secs(8),
@@ -130,6 +178,136 @@ pub fn layer_sysrq() {
         "the kernel log does not show the SysRq-S disable"
     );
     let complaints = kernel_complaints(&log);
+    assert!(complaints.is_empty(), "{}", complaints.join("\n"));
+}
+
+/// Pins the calling thread to `cpu`.
+fn pin_thread(cpu: u32) {
+    // SAFETY: a zeroed cpu_set_t with one bit set, for the calling thread only.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    assert_eq!(rc, 0, "pinning a thread to cpu{cpu}");
+}
+
+/// Whether the kernel serves sched_ext tasks on a CPU that an RT task keeps busy: its deadline
+/// server for them (debugfs sched/ext_server, after 6.18). Mounts debugfs if nothing has.
+fn has_ext_server() -> bool {
+    let sched = Path::new("/sys/kernel/debug/sched");
+    if !sched.exists() {
+        // SAFETY: mount(2) with constant NUL-terminated strings; a failure changes nothing.
+        unsafe {
+            libc::mount(
+                c"none".as_ptr(),
+                c"/sys/kernel/debug".as_ptr(),
+                c"debugfs".as_ptr(),
+                0,
+                std::ptr::null(),
+            );
+        }
+    }
+    sched.join("ext_server").exists()
+}
+
+/// An error exit prints our state. A SCHED_FIFO busy loop on the last CPU starves a task pinned
+/// there, the kernel's watchdog ejects the scheduler for the stall after timeout_ms (5 s), and
+/// the daemon prints the kernel's debug dump (`--exit-dump-len`), which must hold the lines of
+/// our ops.dump, ops.dump_cpu and ops.dump_task. Only a kernel without the sched_ext deadline
+/// server stalls so (README, Known problems); on one with it the layer says so and checks
+/// nothing. Its kernel log lines sit between the [`EXPECTED_EJECTION`] markers, which
+/// `kernel_complaints` skips: later layers in the same boot read that log too.
+pub fn layer_exit_dump() {
+    require_gate_environment();
+    if has_ext_server() {
+        eprintln!(
+            "GATE-SKIP exit_dump: this kernel serves sched_ext tasks beside an RT busy loop \
+             (sched/ext_server): no stall to eject for"
+        );
+        return;
+    }
+    let cpu = *online_cpus().last().expect("no online CPU");
+    let mut sched = SchedulerProc::start(&["--exit-dump-len", "262144"]);
+    sched.wait_attached();
+    let window = ExpectedEjection::open();
+    let stop = Arc::new(AtomicBool::new(false));
+    let pinned = {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("dump-pinned".into())
+            .spawn(move || {
+                pin_thread(cpu);
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+            .unwrap()
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let rt_hog = {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("dump-rt-hog".into())
+            .spawn(move || {
+                pin_thread(cpu);
+                let param = libc::sched_param { sched_priority: 1 };
+                // SAFETY: sched_setscheduler on the calling thread (0) with a valid param.
+                let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+                assert_eq!(rc, 0, "SCHED_FIFO: {}", std::io::Error::last_os_error());
+                // Bounded, should the flag never come.
+                let t0 = Instant::now();
+                while !stop.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(40) {
+                    std::hint::spin_loop();
+                }
+            })
+            .unwrap()
+    };
+    let t0 = Instant::now();
+    let ejected = wait_state("disabled", Duration::from_secs(30));
+    let took = t0.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    rt_hog.join().unwrap();
+    pinned.join().unwrap();
+    let st = sched.wait_exit(DETACH_TIMEOUT);
+    drop(window);
+    let out = sched.output();
+    assert!(
+        ejected,
+        "no ejection {took:?} after an RT busy loop took cpu{cpu} from a task pinned there"
+    );
+    eprintln!(
+        "gate exit_dump: ejected {:.1} s after the RT busy loop started on cpu{cpu}; {st}",
+        took.as_secs_f64()
+    );
+    assert!(!st.success(), "an error exit ended with success:\n{out}");
+    assert!(
+        out.contains("runnable task stall"),
+        "the daemon does not name the stall:\n{out}"
+    );
+    // scx_utils prints the dump between two lines of '='; the daemon's own lines start with
+    // "pandemonium: " too, so only what lies between them counts.
+    let rule = "=".repeat(80);
+    let dump = out
+        .split_once("DEBUG DUMP")
+        .and_then(|(_, rest)| rest.split(rule.as_str()).nth(1))
+        .unwrap_or_else(|| panic!("the daemon printed no debug dump:\n{out}"));
+    let ours: Vec<&str> = dump
+        .lines()
+        .filter(|l| l.contains("pandemonium: "))
+        .collect();
+    eprintln!(
+        "gate exit_dump: {} lines of dump, {} of them ours:\n{}",
+        dump.lines().count(),
+        ours.len(),
+        ours.join("\n")
+    );
+    let missing = missing_dump_lines(dump);
+    assert!(
+        missing.is_empty(),
+        "the exit dump lacks {missing:?}:\n{out}"
+    );
+    let complaints = kernel_complaints(&kernel_log());
     assert!(complaints.is_empty(), "{}", complaints.join("\n"));
 }
 

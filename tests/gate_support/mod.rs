@@ -411,20 +411,55 @@ pub fn stuck_tasks(log: &[String]) -> String {
     out.join("\n")
 }
 
+/// Written to the kernel log around an ejection a layer provokes on purpose (exit_dump): the
+/// stall and error-exit lines between them are not complaints.
+pub const EXPECTED_EJECTION: (&str, &str) = (
+    "pandemonium-gate: a provoked ejection begins",
+    "pandemonium-gate: the provoked ejection is over",
+);
+
+/// Appends a line to the kernel log.
+pub fn kmsg(line: &str) {
+    fs::write("/dev/kmsg", line).expect("writing to /dev/kmsg");
+}
+
+/// Writes [`EXPECTED_EJECTION`]'s first marker; dropping it, the second, also when the layer
+/// panics in between, so the layers after it still see every other ejection.
+pub struct ExpectedEjection(());
+
+impl ExpectedEjection {
+    pub fn open() -> ExpectedEjection {
+        kmsg(EXPECTED_EJECTION.0);
+        ExpectedEjection(())
+    }
+}
+
+impl Drop for ExpectedEjection {
+    fn drop(&mut self) {
+        let _ = fs::write("/dev/kmsg", EXPECTED_EJECTION.1);
+    }
+}
+
 /// Kernel log lines that mean the scheduler misbehaved: a stall ejection, an error exit, or a
 /// kernel warning. A plain "unregistered from user space" detach is the expected ending, and a
 /// SysRq-S disable is the operator's (the sysrq layer asks for one; later layers read the same
-/// log since boot).
+/// log since boot), as is a stall ejection between [`EXPECTED_EJECTION`]'s markers. A kernel
+/// warning counts everywhere.
 pub fn kernel_complaints(log: &[String]) -> Vec<String> {
+    let mut expected = false;
     log.iter()
         .filter(|l| {
-            l.contains("runnable task stall")
+            if l.contains(EXPECTED_EJECTION.0) {
+                expected = true;
+            } else if l.contains(EXPECTED_EJECTION.1) {
+                expected = false;
+            }
+            let ejection = l.contains("runnable task stall")
                 || (l.contains("sched_ext")
                     && l.contains("disabled (")
                     && !l.contains("unregistered from user space")
-                    && !l.contains("disabled by sysrq-S"))
-                || l.contains("BUG:")
-                || l.contains("WARNING:")
+                    && !l.contains("disabled by sysrq-S"));
+            (ejection && !expected) || l.contains("BUG:") || l.contains("WARNING:")
         })
         .cloned()
         .collect()

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Preemption: who may take a CPU from the task running on it, and when a running task's slice is
+ * cut short. The policy, in the order a task meets it:
+ *   - A waking or new task that is not BATCH, and whose waker does not keep running, takes a CPU
+ *     from a BATCH runner at once (its own CPU first, then the nearest by R_eff; on a hybrid
+ *     machine a big CPU's first), else from a runner whose virtual deadline comes after its own
+ *     (EEVDF's test). Each CPU publishes what runs there (cpu_ctx.run_kind, run_deadline) and a
+ *     compare-and-swap gives it to one waker.
+ *   - A BATCH task that starts while interactive work waits near it runs a preemption threshold,
+ *     not a batch slice.
+ *   - At the tick, a BATCH runner yields when interactive work has waited a preemption threshold
+ *     in its node's DSQ (a quarter of one while a LAT_CRITICAL task waits); once it has run a
+ *     threshold, also when interactive work heads its own DSQ or has waited a threshold at the
+ *     head of a nearby CPU's; and at once when a rescue queued interactive work behind it.
+ *   - At the end of its slice, a task that is not BATCH keeps the CPU while only BATCH work waits.
+ *   - A task the wait bound rescued is never preempted: it runs its slice out.
+ */
+#ifndef __PANDEMONIUM_PREEMPT_BPF_H
+#define __PANDEMONIUM_PREEMPT_BPF_H
+
+/*
+ * Claims @cpu's running task as the one a waking task preempts: a BATCH task always, any other
+ * only when its virtual deadline (vtime + slice) comes after @deadline, the waker's (0: BATCH
+ * only). That is EEVDF's wakeup test: among sleepers that all banked the same capped credit, the
+ * one with the short burst (a periodic probe beside a fork storm's parents) goes first. The
+ * compare-and-swap lets exactly one of several simultaneous wakers take it, the others look
+ * further. (Declared in placement.bpf.h, whose rank_pick() looks for such a runner.)
+ */
+static __always_inline bool claim_runner(s32 cpu, u64 deadline)
+{
+	struct cpu_ctx *c = cpu_ctx(cpu);
+	u32 kind = c->run_kind;
+
+	if (kind == RUN_NONE ||
+	    (kind == RUN_OTHER && (!deadline || !time_before(deadline, c->run_deadline))))
+		return false;
+	return __sync_val_compare_and_swap(&c->run_kind, kind, RUN_NONE) == kind;
+}
+
+/*
+ * running(): what a waker may claim here from now on (claim_runner()), and the slice a BATCH task
+ * starts with. No waker claims a wait-bound rescue (run_outwaited()).
+ *
+ * A BATCH task that gets a CPU while interactive work waits in the node DSQ (an overflow rescue,
+ * or the only thing this CPU's dispatch found first) or in a nearby CPU's own DSQ (too young to
+ * steal yet) runs one preemption threshold, not a whole batch slice: it makes progress without
+ * holding the waiters for 20 ms.
+ */
+static __always_inline void runner_started(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
+{
+	struct tuning_knobs *k;
+	struct topo_params *tp;
+
+	cpu_ctx(cpu)->run_deadline = p->scx.dsq_vtime + p->scx.slice;
+	if (tctx->wait_rescued)
+		cpu_ctx(cpu)->run_kind = RUN_NONE;
+	else
+		cpu_ctx(cpu)->run_kind = tctx->tier == TIER_BATCH ? RUN_BATCH : RUN_OTHER;
+	if (tctx->tier == TIER_BATCH && !tctx->wait_rescued && (k = knobs()) && (tp = topo()) &&
+	    p->scx.slice > k->preempt_thresh_ns &&
+	    (scx_bpf_dsq_nr_queued(node_dsq(cpu_node(cpu))) > 0 ||
+	     rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp) >= 0))
+		p->scx.slice = k->preempt_thresh_ns;
+}
+
+/*
+ * Is the task at the head of @cpu's own DSQ anything but BATCH? Such a task was placed on that
+ * CPU at wakeup and waits for it alone: tick_preempt() ends a BATCH slice there for it (without
+ * that it waited out the whole slice: BPF-only mode's 20 ms slices showed as a 40 ms P99 at 4
+ * vCPUs in the gate's latency layer), and other CPUs take it before BATCH work
+ * (DISP_STEAL_INTERACTIVE).
+ */
+static __always_inline bool pcpu_head_interactive(s32 cpu)
+{
+	struct task_struct *w;
+	struct task_ctx *wctx;
+
+	/* The common case on a busy CPU: nothing queued here, no iterator to set up. */
+	if (scx_bpf_dsq_nr_queued(cpu) <= 0)
+		return false;
+	bpf_for_each(scx_dsq, w, cpu, 0) {
+		wctx = task_ctx(w);
+		return wctx && wctx->tier != TIER_BATCH;
+	}
+	return false;
+}
+
+/*
+ * @p takes @victim, whose runner the caller claimed (claim_runner(), claim_big_batch()).
+ */
+static __always_inline void preempt_on(struct task_struct *p, struct task_ctx *tctx, s32 victim,
+				       u64 slice, u64 enq_flags)
+{
+	insert_local(p, tctx, victim, slice, enq_flags | SCX_ENQ_PREEMPT);
+	/*
+	 * SCX_ENQ_PREEMPT into another CPU's local DSQ did not reliably end its runner's slice:
+	 * in the VM, 30 of 47 such wakeups of a 10 ms periodic task beside a fork storm waited out
+	 * the victim's whole 20 ms batch slice (ftrace, sched_wakeup to sched_switch), against
+	 * none of 119 on the waker's own CPU. The kick ends it: 0 of 56 after.
+	 */
+	if (victim != bpf_get_smp_processor_id())
+		kick_cpu(victim, SCX_KICK_PREEMPT);
+	STAT_INC(nr_hard_kicks);
+}
+
+/*
+ * Placement by preemption: a waking (or new) task that is not BATCH takes a CPU from a BATCH task
+ * right away, the one it last ran on first, else the nearest by R_eff: under saturation an
+ * interactive wakeup gets a CPU within one context switch, which is all the idle floor allows.
+ * Waiting for a tick or a BATCH slice to end was the 4-5x cyclictest gap to EEVDF. With no BATCH
+ * runner in reach, it takes the CPU of a runner whose deadline comes after its own: a fork storm
+ * keeps every CPU busy with short INTERACTIVE tasks, and a periodic task queued behind them waited
+ * for the next tick (4 ms at HZ=250) where EEVDF preempts at once (2x EEVDF's P99 in the gate's
+ * responsiveness layer).
+ */
+static __always_inline s32 claim_victim(struct task_struct *p, s32 cpu, u64 deadline,
+					struct topo_params *tp)
+{
+	if (cpu_is_online(cpu) && bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
+	    claim_runner(cpu, deadline))
+		return cpu;
+	if (p->nr_cpus_allowed > 1)
+		return rank_pick(p, cpu, tp->spill_search_budget, RANK_WANT_RUNNER, deadline, tp);
+	return -1;
+}
+
+/* enqueue(): @p preempts a runner (claim_victim()) and is placed there; false if it does not. */
+static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct task_ctx *tctx,
+					       s32 cpu, u64 slice, u64 vtime, u64 enq_flags,
+					       bool sync, struct topo_params *tp)
+{
+	s32 victim;
+
+	/*
+	 * A producer waking its consumer (a pipe, a socket: a synchronous wakeup by a waker that
+	 * keeps running) does not preempt: the consumer then reads a batch instead of one message
+	 * per context switch. Preempting there cost hackbench 5x EEVDF's context switches and 30x
+	 * its migrations. Timer, interrupt and exit wakeups (cyclictest, a frame loop, a parent
+	 * reaping its child) still preempt.
+	 */
+	if (tctx->tier == TIER_BATCH || sync ||
+	    (!(enq_flags & SCX_ENQ_WAKEUP) && tctx->last_run_at))
+		return false;
+	/* A CPU past cpu_offline must not send IPIs (see kick_cpu()). */
+	if (!cpu_ctx(bpf_get_smp_processor_id())->online)
+		return false;
+	victim = claim_victim(p, cpu, 0, tp);
+	if (victim < 0)
+		victim = claim_victim(p, cpu, vtime + slice, tp);
+	if (victim < 0)
+		return false;
+	preempt_on(p, tctx, victim, slice, enq_flags);
+	return true;
+}
+
+/*
+ * On a hybrid machine with no big CPU idle for a LAT_CRITICAL or INTERACTIVE wakeup, a big CPU
+ * running BATCH work, its runner claimed: the wakeup preempts it rather than take an idle little
+ * CPU, and the BATCH task, requeued by the preemption, finds that little CPU in enqueue(). A
+ * lone runner is never requeued, so a BATCH task that once spilled to a big CPU otherwise kept it
+ * while the interactive work it should make way for ran on the little ones: in the gate's hybrid
+ * layer a 1 ms sleeper beside one such task woke on a big CPU for 56 % of its wakeups.
+ */
+static __always_inline s32 claim_big_batch(const struct task_struct *p,
+					   const struct task_ctx *tctx, s32 cpu,
+					   struct topo_params *tp)
+{
+	if (!hybrid_ro || tctx->tier == TIER_BATCH)
+		return -1;
+	if (cpu_size(cpu) == CPU_SIZE_BIG && cpu_is_online(cpu) &&
+	    bpf_cpumask_test_cpu(cpu, p->cpus_ptr) && claim_runner(cpu, 0))
+		return cpu;
+	return rank_pick(p, cpu, tp->spill_search_budget, RANK_WANT_RUNNER_BIG, 0, tp);
+}
+
+/*
+ * tick(): a BATCH task yields its CPU once an interactive task has waited in the node DSQ longer
+ * than preempt_thresh_ns (4x sooner while a LAT_CRITICAL one is among them), or once it has itself
+ * run that long while an interactive task waits in this CPU's own DSQ; that CPU's next dispatch
+ * then serves its own DSQ before any overflow rescue.
+ */
+static __always_inline void tick_preempt(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+					 struct tuning_knobs *k, struct topo_params *tp, u64 now)
+{
+	u32 node = cpu_node(cpu);
+	u64 since, thresh;
+	bool ran_thresh;
+	s32 victim;
+
+	/* A wait-bound rescue runs out its slice (run_outwaited()). */
+	if (tctx->tier != TIER_BATCH || tctx->wait_rescued)
+		return;
+	if (cpu_ctx(cpu)->local_urgent) {
+		cpu_ctx(cpu)->local_urgent = 0;
+		p->scx.slice = 0;
+		STAT_INC(nr_preempt);
+		return;
+	}
+	thresh = k->preempt_thresh_ns;
+	/* Thin topologies protect BATCH runners longer during longrun, or they would thrash. */
+	if (longrun_mode)
+		thresh <<= tp->longrun_preempt_shift;
+	ran_thresh = tctx->last_run_at && now - tctx->last_run_at >= thresh;
+	if (ran_thresh && pcpu_head_interactive(cpu)) {
+		p->scx.slice = 0;
+		cpu_ctx(cpu)->owe_local = 1;
+		STAT_INC(nr_preempt);
+		return;
+	}
+	/*
+	 * Consumers queued on their producer's CPU (enqueue()) wait for it alone while this CPU runs
+	 * a busy loop for a whole batch slice: once they have waited a preemption threshold, this
+	 * CPU yields and DISP_STEAL_AGED steals them. A BATCH head there may be pinned and is no
+	 * reason to yield.
+	 */
+	if (ran_thresh &&
+	    (victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, thresh,
+				tp)) >= 0 && pcpu_head_interactive(victim)) {
+		p->scx.slice = 0;
+		STAT_INC(nr_preempt);
+		return;
+	}
+	since = node_dsq_since[node & (MAX_NODES - 1)];
+	if (!since)
+		return;
+	if (latcrit_waiting)
+		thresh >>= 2;
+	if (now - since < thresh)
+		return;
+	p->scx.slice = 0;
+	latcrit_waiting = 0;
+	STAT_INC(nr_preempt);
+}
+
+/*
+ * DISP_KEEP_PREV: @prev is not BATCH and ran out of slice, and nothing but BATCH work waits here
+ * or for a steal (the starvation cap before it has had its turn): it keeps the CPU with a new
+ * slice. The kernel asks dispatch() before it requeues @prev, so without this a busy loop took the
+ * CPU and @prev waited in the overflow for the next tick or longer (ftrace, a 10 ms probe beside
+ * busy loops: 12-37 of 400 bursts cut so, off the CPU 4-60 ms, while every wakeup got a CPU
+ * within 0.6 ms; 1-3 with this, back within 0.5 ms). EEVDF lets a sleeper's lag finish its burst
+ * the same way. A hog that is not BATCH yet turns BATCH within a few slices (classify()).
+ */
+static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 node,
+				      struct tuning_knobs *k, struct topo_params *tp)
+{
+	struct task_ctx *tctx;
+	u64 now = bpf_ktime_get_ns(), ran;
+
+	if (!k || !(prev->scx.flags & SCX_TASK_QUEUED) || !(tctx = task_ctx(prev)) ||
+	    tctx->tier == TIER_BATCH || !may_keep_running(tctx, now))
+		return false;
+	ran = tctx->last_run_at ? now - tctx->last_run_at : 0;
+	/*
+	 * A kept task is neither classified nor charged until it stops, so a burst past the
+	 * CPU-bound mark, or past the share its weight buys, goes back to be judged and queued by
+	 * vtime: kept whenever only BATCH work waited, a new busy loop stayed INTERACTIVE and ran
+	 * ahead of every BATCH task, whatever its nice.
+	 */
+	if (tctx->awake_runtime + ran > cpu_bound_thresh_ns(k) ||
+	    outran_share(prev, charge_vtime(ran, tctx->weight), tp))
+		return false;
+	if (scx_bpf_dsq_nr_queued(cpu) > 0 ||
+	    scx_bpf_dsq_nr_queued(node_dsq(node)) > 0 ||
+	    rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, k->preempt_thresh_ns,
+		      tp) >= 0)
+		return false;
+	prev->scx.slice = task_slice(tctx, k);
+	/*
+	 * running() is not called again for a kept task: its deadline for a waker's preemption
+	 * test moves to where its vtime is now plus the new slice, or a waker with a later deadline
+	 * than that stale one waited out the whole new slice (mixed phase: wake-to-run P99 0.37x
+	 * EEVDF's against 0.10x before this task was kept).
+	 */
+	cpu_ctx(cpu)->run_deadline = prev->scx.dsq_vtime + prev->scx.slice +
+		charge_vtime(ran, tctx->weight);
+	STAT_INC(nr_keep_running);
+	return true;
+}
+
+#endif /* __PANDEMONIUM_PREEMPT_BPF_H */
