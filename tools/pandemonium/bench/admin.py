@@ -11,9 +11,8 @@ is a record with an error saying why, never a crash of the report.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
-from .parse import RC_EJECTED, Record, cyclictest_percentiles, tagged_sections
+from .parse import Record, cyclictest_percentiles, expand_figures, tagged_sections
 from .plan import ADMIN_FIGURES
 
 _COUNT = re.compile(r"^admin-count (\S+) (\S+) (-?\d+) (-?\d+)\s*$")
@@ -159,22 +158,4 @@ def expand(records: list[Record]) -> list[Record]:
     a step that failed as a whole (not attached, ejected) gives every figure its error, except
     that a scheduler ejected mid-step keeps the figures of the parts it was still attached at
     the end of."""
-    out = []
-    for r in records:
-        if r.phase != "admin":
-            out.append(r)
-            continue
-        figs = (r.extra or {}).get("figures", {})
-        for i, name in enumerate(FIGURES):
-            f = figs.get(name)
-            # The scheduler's cost is the whole step's: the first figure carries it, once.
-            rec = r if i == 0 else replace(r, sched_cpu_pct=None, sched_rss_kb=None,
-                                           sched_hwm_kb=None)
-            kept = r.rc == RC_EJECTED and f is not None and f.get("state") == "enabled"
-            if (r.error and not kept) or f is None:
-                out.append(replace(rec, phase=name, value=None, extra={},
-                                   error=r.error or f"{name}: not in the output"))
-            else:
-                out.append(replace(rec, phase=name, value=f["value"], extra=dict(f["extra"]),
-                                   error=f["error"]))
-    return out
+    return expand_figures(records, lambda phase: list(FIGURES) if phase == "admin" else None)

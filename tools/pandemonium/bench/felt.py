@@ -24,9 +24,8 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from dataclasses import replace
 
-from .parse import RC_EJECTED, Record, tagged_sections
+from .parse import Record, expand_figures, tagged_sections
 from .plan import AUDIO_FIGURES, EEVDF, FRAMES_FIGURES, PANDEMONIUM, PANDEMONIUM_GAMING, PHASES, \
     is_external
 
@@ -148,25 +147,7 @@ def expand(records: list[Record]) -> list[Record]:
     wall time); a step that failed as a whole gives every figure its error, except that a
     scheduler the kernel ejected keeps the figures of the parts it was still attached at the
     end of."""
-    out = []
-    for r in records:
-        if r.phase not in FIGURES:
-            out.append(r)
-            continue
-        figs = (r.extra or {}).get("figures", {})
-        for i, name in enumerate(FIGURES[r.phase]):
-            f = figs.get(name)
-            # The scheduler's cost is the whole step's: the first figure carries it, once.
-            rec = r if i == 0 else replace(r, sched_cpu_pct=None, sched_rss_kb=None,
-                                           sched_hwm_kb=None)
-            kept = r.rc == RC_EJECTED and f is not None and f.get("state") == "enabled"
-            if (r.error and not kept) or f is None:
-                out.append(replace(rec, phase=name, value=None, extra={},
-                                   error=r.error or f"{name}: not in the output"))
-            else:
-                out.append(replace(rec, phase=name, value=f["value"], extra=dict(f["extra"]),
-                                   error=f["error"]))
-    return out
+    return expand_figures(records, FIGURES.get)
 
 
 # -- closing notes -----------------------------------------------------------------------------

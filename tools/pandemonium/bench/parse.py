@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 USER_HZ = 100  # /proc/PID/stat ticks; fixed at 100 on x86 Linux whatever CONFIG_HZ is
@@ -308,4 +308,31 @@ def tagged_sections(text: str, tag: str) -> dict[str, str]:
             lines.append(line)
     if current is not None:
         out[current] = "\n".join(lines)
+    return out
+
+
+def expand_figures(records: list, names_of) -> list:
+    """A guest step that yields several figures (admin, frames, audio) becomes one record per
+    figure, `names_of(phase)` naming them (None: the record stays as it is). A step that failed as
+    a whole gives every figure its error, except that a scheduler the kernel ejected mid-step keeps
+    the figures of the parts it was still attached at the end of."""
+    out = []
+    for r in records:
+        names = names_of(r.phase)
+        if names is None:
+            out.append(r)
+            continue
+        figs = (r.extra or {}).get("figures", {})
+        for i, name in enumerate(names):
+            f = figs.get(name)
+            # The scheduler's cost is the whole step's: the first figure carries it, once.
+            rec = r if i == 0 else replace(r, sched_cpu_pct=None, sched_rss_kb=None,
+                                           sched_hwm_kb=None)
+            kept = r.rc == RC_EJECTED and f is not None and f.get("state") == "enabled"
+            if (r.error and not kept) or f is None:
+                out.append(replace(rec, phase=name, value=None, extra={},
+                                   error=r.error or f"{name}: not in the output"))
+            else:
+                out.append(replace(rec, phase=name, value=f["value"], extra=dict(f["extra"]),
+                                   error=f["error"]))
     return out
