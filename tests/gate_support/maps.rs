@@ -19,8 +19,18 @@ pub fn find_map(name: &str) -> MapHandle {
     MapHandle::from_map_id(info.id).unwrap_or_else(|e| panic!("opening map {name}: {e}"))
 }
 
+/// What BPF published of each comm's class (`task_profiles`).
 pub fn read_profiles() -> HashMap<String, TaskClassEntry> {
-    let map = find_map("task_profiles");
+    read_comm_map("task_profiles")
+}
+
+/// What the daemon handed BPF from the procdb for new tasks to start from (`procdb_warm`).
+pub fn read_warm() -> HashMap<String, TaskClassEntry> {
+    read_comm_map("procdb_warm")
+}
+
+fn read_comm_map(name: &str) -> HashMap<String, TaskClassEntry> {
+    let map = find_map(name);
     let mut out = HashMap::new();
     for key in map.keys() {
         let Some(value) = map.lookup(&key, MapFlags::ANY).expect("lookup") else {
@@ -30,7 +40,7 @@ pub fn read_profiles() -> HashMap<String, TaskClassEntry> {
             try_pod_read_unaligned::<CommKey>(&key),
             try_pod_read_unaligned::<TaskClassEntry>(&value),
         ) else {
-            panic!("task_profiles entry of unexpected size");
+            panic!("{name} entry of unexpected size");
         };
         let end = k.comm.iter().position(|&b| b == 0).unwrap_or(k.comm.len());
         out.insert(String::from_utf8_lossy(&k.comm[..end]).into_owned(), v);

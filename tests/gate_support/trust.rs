@@ -9,9 +9,14 @@
 use super::cputime::{HogSpec, Hogs, by_label};
 use super::frames::{self, FrameStats};
 use super::*;
+use scx_pandemonium::bpf_intf::Tier;
+use scx_pandemonium::procdb::{self, CONFIDENT_STREAK, Observation, ProcDb};
 
 /// The name a hog borrows: one of the compositors the scheduler knows (src/compositor.rs).
 const NAMED: &str = "Xorg";
+/// A name the procdb has learned as LAT_CRITICAL: what a program that once ran in short bursts
+/// leaves behind, and what a hog borrowing that name starts from.
+const LEARNED: &str = "gate-learned";
 const PLAIN: &str = "gate-plain";
 const PLAIN_FRAME: &str = "gate-frame";
 /// Time for the scheduler to see each hog's behavior before the window opens.
@@ -42,11 +47,12 @@ struct Figures {
     plain_frame: FrameStats,
 }
 
-/// 2 hogs per CPU named NAMED beside 2 plain hogs: each one's share of the hogs' CPU time.
-fn shares() -> (Vec<f64>, f64, f64) {
+/// 2 hogs per CPU named `name` beside 2 plain hogs: each plain one's share of the hogs' CPU
+/// time as a fraction of a fair share, the named ones' mean fraction, and the CPUs they used.
+fn shares(name: &str) -> (Vec<f64>, f64, f64) {
     let n = online_cpus().len();
     let mut hogs = Hogs::new();
-    hogs.add("named", &HogSpec::plain(NAMED), 2 * n)
+    hogs.add("named", &HogSpec::plain(name), 2 * n)
         .add("plain", &HogSpec::plain(PLAIN), 2);
     let (ns, took) = hogs.measure(WARM, WINDOW);
     let total: u64 = ns.iter().map(|x| x.1).sum();
@@ -78,7 +84,7 @@ fn frames() -> (FrameStats, FrameStats) {
 /// Frames first: the named hogs' history is then not what the named frame task starts from.
 fn measure(mode: String) -> Figures {
     let (named_frame, plain_frame) = frames();
-    let (plain_of_fair, named_of_fair, hog_cpus) = shares();
+    let (plain_of_fair, named_of_fair, hog_cpus) = shares(NAMED);
     Figures {
         mode,
         plain_of_fair,
@@ -171,6 +177,78 @@ fn judge(f: &Figures) -> Vec<String> {
     failed
 }
 
+/// A procdb at the daemon's path whose only profile is LEARNED, confident and LAT_CRITICAL;
+/// returns what was there before, to put back.
+fn plant_learned_profile() -> (PathBuf, Option<Vec<u8>>) {
+    let path = procdb::default_path().expect("no procdb path for root");
+    let before = fs::read(&path).ok();
+    let mut db = ProcDb::with_capacity(procdb::DEFAULT_CAPACITY);
+    for i in 1..=CONFIDENT_STREAK + 1 {
+        db.observe(&Observation::named(
+            LEARNED,
+            Tier::LatCritical,
+            200_000,
+            i * 64,
+        ));
+    }
+    assert_eq!(
+        db.confident_count(),
+        1,
+        "the planted profile is not confident"
+    );
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    db.save(&path).expect("writing the planted procdb");
+    (path, before)
+}
+
+/// A learned profile is a start, not a standing: hogs whose name the procdb learned as
+/// LAT_CRITICAL start in that tier (BPF's procdb_warm says so before they are born) and must
+/// still leave the plain hogs their share.
+fn learned_shares() -> Option<Vec<f64>> {
+    if gate_args().iter().any(|a| a == "--no-adaptive") {
+        eprintln!("gate trust: BPF-only mode keeps no procdb; the learned-profile case is skipped");
+        return None;
+    }
+    let (path, before) = plant_learned_profile();
+    let mut sched = SchedulerProc::start(&["--mode", "auto"]);
+    sched.wait_attached();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let warm = loop {
+        if let Some(e) = maps::read_warm().remove(LEARNED) {
+            break e;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the daemon never handed BPF the planted profile of {LEARNED}:\n{}",
+            sched.output()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(
+        warm.tier,
+        Tier::LatCritical as u8,
+        "procdb_warm has {warm:?}"
+    );
+    let (plain, learned, cpus) = shares(LEARNED);
+    assert!(sched.running(), "scheduler died:\n{}", sched.output());
+    sched.stop();
+    match before {
+        Some(b) => fs::write(&path, b).unwrap(),
+        None => {
+            let _ = fs::remove_file(&path);
+        }
+    }
+    let shown: Vec<String> = plain.iter().map(|s| format!("{s:.2}")).collect();
+    eprintln!(
+        "gate trust: --mode auto: {} hogs named {LEARNED}, learned LAT_CRITICAL by the procdb, \
+         beside 2 plain ones ({cpus:.2} CPUs): plain hogs got {} of a fair share, the learned \
+         ones {learned:.2} each on average",
+        2 * online_cpus().len(),
+        shown.join(" / ")
+    );
+    Some(plain)
+}
+
 pub fn layer_trust() {
     require_gate_environment();
     // EEVDF first, as the reference for what the bars ask: printed, not held to them.
@@ -179,6 +257,14 @@ pub fn layer_trust() {
     for miss in judge(&eevdf) {
         eprintln!("gate trust: EEVDF itself misses: {miss}");
     }
-    let failed: Vec<String> = figures.iter().flat_map(judge).collect();
+    let mut failed: Vec<String> = figures.iter().flat_map(judge).collect();
+    for s in learned_shares().unwrap_or_default() {
+        if s < FAIR_FLOOR {
+            failed.push(format!(
+                "a plain hog got {s:.2} of its fair share beside hogs named {LEARNED}, which \
+                 the procdb learned as LAT_CRITICAL (bar {FAIR_FLOOR})"
+            ));
+        }
+    }
     assert!(failed.is_empty(), "gate trust:\n{}", failed.join("\n"));
 }
