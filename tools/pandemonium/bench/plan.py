@@ -121,7 +121,7 @@ PHASES: dict[str, Phase] = {p.name: p for p in [
     Phase("hackbench", "hackbench wall time", "s", 3.0, timed=False, target=1.1),
     # What an administrator sets (issue #32), one guest step with the figures below (admin.py):
     # 4 counter windows of BENCH_D, 2 cyclictest runs of 3 BENCH_D, hackbench beside a build.
-    Phase("admin", "administrator's controls", "-", 45.0, windows=10),
+    Phase("admin", "administrator's controls", "-", 45.0, windows=12),
     *ADMIN_FIGURES,
     # One guest step each with the figures above: the tool alone for BENCH_D, then the build
     # load's start (a 60-step tree) and 2 s to settle, then the tool beside it; the game warms
