@@ -15,10 +15,9 @@
 #define PUBLISH_EVERY 16		/* samples between task_profiles updates */
 /*
  * A burst-sized slice still has to outlast a tick's interrupt and softirq inside the burst. At
- * 50 us a pipe pair on one CPU (bursts of 20-30 us) lost the CPU on one tick in three (ftrace:
- * 171 preemptions in 2 s), and the preempted side went to the idle CPU and back: 339 migrations,
- * two of every three round trips above the P99 (the bench's IPC P99 1.2-1.5x EEVDF's; 0.7-0.8x
- * at 250 us, same boot). Work that waits behind such a task preempts it anyway (claim_runner()).
+ * 50 us a pipe pair on one CPU (bursts of 20-30 us) lost the CPU on one tick in three, and the
+ * preempted side went to the idle CPU and back, a migration per round trip. Work that waits
+ * behind such a task preempts it anyway (claim_runner()).
  */
 #define MIN_SLICE_NS (250 * USEC_NS)
 #define RT_UNIT_SHIFT 20		/* runtime unit for the score: 2^20 ns ~ 1.05 ms */
@@ -66,8 +65,7 @@ static __always_inline u64 ewma(u64 avg, u64 sample)
  * A rate's EWMA starts at its first observation (0 means none yet). From 0 a rate read 1/8 of
  * itself after one sample and under half after five, so the score (a product of two rates) read
  * 1/64 of the task's rhythm at first: a periodic probe whose start ended in one long sleep scored
- * BATCH on its first burst, and its next wakeup waited 60-140 ms in the batch DSQ behind the
- * bench's busy loops (bench longrun and latency phases, -d trace: 1 run in 5 at 2 vCPUs).
+ * BATCH on its first burst, and its next wakeup waited in the batch DSQ behind busy loops.
  */
 static __always_inline u32 rate_ewma(u32 avg, u32 sample)
 {
@@ -190,12 +188,11 @@ static __always_inline void publish_profile(const struct task_struct *p, struct 
  * enable(): a process the daemon has learned as interactive starts in its tier (LAT_CRITICAL
  * instead of the default INTERACTIVE), but immature: its slice and its classification come
  * from its own bursts. enable() runs at fork, when the child still has its parent's comm, and
- * one comm covers unlike tasks. A BATCH profile made a 10 ms periodic probe started from a
- * shell whose "sh" was learned BATCH wait in the batch DSQ (burst P99 35x EEVDF's). A mature
- * start with the parent's runtime average gave stress-ng's CPU workers the parent's 2x-its-
- * burst slice, a few hundred microseconds: the throughput phase took 1.18x EEVDF's time in
- * adaptive mode (2.72, 3.28, 4.70 s as the procdb filled, against 2.67-2.89 s; BPF-only
- * 1.01x), the IPC P99 1.8x. Tier only: 2.67-2.77 s (0.99x), IPC 1.25x (same boot, 2 vCPUs).
+ * one comm covers unlike tasks. So a BATCH profile is not applied: a periodic task started from
+ * a shell whose "sh" was learned BATCH would wait in the batch DSQ. Nor is the runtime
+ * average: a CPU worker forked by a short-burst parent would start with the parent's slice of
+ * a few hundred microseconds, and throughput fell as the procdb filled. The tier alone costs
+ * neither. What it can cost plain work is bounded by outran_share().
  */
 static __always_inline void warm_start(const struct task_struct *p, struct task_ctx *tctx)
 {
@@ -221,9 +218,8 @@ static __always_inline void note_wakeup(struct task_ctx *tctx, u64 now)
 /*
  * The first sleep ends a program's start (exec, dynamic linking, its init), which is one long
  * burst cut only by preemptions, each recorded: a periodic task whose start took 100 ms of CPU
- * was mature and BATCH with a 58 ms average by the time it first slept, and while that average
- * decayed its 10 ms wakeups waited in the batch DSQ, up to 40 ms each behind a fork storm (the
- * bench's burst P99 18-86 ms on 7.3.4, adaptive mode; ftrace and bpf_printk on the probe).
+ * was mature and BATCH with a long average by the time it first slept, and while that average
+ * decayed its short wakeups waited in the batch DSQ behind a fork storm.
  * From here on the task is judged by what it does between sleeps, as a new one is: immature,
  * INTERACTIVE, and its first wakeup rate is that of this sleep.
  */
@@ -277,12 +273,12 @@ static __always_inline void note_stop(const struct task_struct *p, struct task_c
 	/*
 	 * A task that has not slept since it started keeps its tier against a BATCH verdict until
 	 * its averages mean something: a program's start (exec, dynamic linking, its init) is one
-	 * burst with no wakeup behind it, so it always scored BATCH, and /bin/true under load waited
-	 * behind the busy loops' batch slices (launch P99 2.6x EEVDF's). A hog turns BATCH after
-	 * MATURE_SAMPLES slices. A task that sleeps and wakes is judged by that rhythm as soon as
-	 * it has one, two bursts: holding hackbench's senders INTERACTIVE until maturity cost it
-	 * 1.3x EEVDF's time instead of 1.1x. One burst is not a rhythm: its rates span the sleep
-	 * that ended the program's start, however long that was (the probe above, BATCH on its
+	 * burst with no wakeup behind it, so it always scored BATCH, and a program launched under
+	 * load waited behind the busy loops' batch slices. A hog turns BATCH after MATURE_SAMPLES
+	 * slices. A task that sleeps and wakes is judged by that rhythm as soon as it has one, two
+	 * bursts: holding a message-passing load's senders INTERACTIVE until maturity let them
+	 * preempt their own receivers. One burst is not a rhythm: its rates span the sleep that
+	 * ended the program's start, however long that was (a periodic task scored BATCH on its
 	 * first burst after a long first sleep).
 	 */
 	if (tier != TIER_BATCH || task_mature(tctx) || (tctx->last_wake_at && tctx->samples >= 2) ||

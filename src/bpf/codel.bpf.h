@@ -85,7 +85,7 @@ static __always_inline void codel_step(const struct topo_params *tp)
 	x = clamp_s64(x + v, floor, max);
 	/*
 	 * A target pinned at a bound stops there: velocity left pointing into the bound would keep
-	 * it pinned long after the rescues end (seen in the VM: 12 s at the floor after a burst).
+	 * it pinned for seconds after the rescues end.
 	 */
 	if ((x == floor && v < 0) || (x == max && v > 0))
 		v = 0;

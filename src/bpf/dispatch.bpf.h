@@ -44,10 +44,10 @@ static __always_inline void clock_to_head(u64 head)
 
 /*
  * move_shared(), but the first of the DSQ's few head tasks that last ran on @cpu goes before the
- * head. Taking the head alone moved every task to whichever CPU asked next: hackbench with a
- * warm procdb (its senders BATCH) migrated 8,000 times where EEVDF migrated 150, and took 2.6x
- * EEVDF's time in the VM. The scan is short, so vtime order holds within a few tasks. The
- * rescues use move_shared(): an aged DSQ's oldest task is the one owed a CPU.
+ * head. Taking the head alone moved every task to whichever CPU asked next: a message-passing
+ * load then migrated on nearly every wakeup and lost its caches each time. The scan is short, so
+ * vtime order holds within a few tasks. The rescues use move_shared(): an aged DSQ's oldest
+ * task is the one owed a CPU.
  */
 static __always_inline bool move_shared_near(u64 dsq, u64 *since, s32 cpu)
 {
@@ -93,7 +93,7 @@ static __always_inline bool aged(u64 since, u64 now, u64 thresh)
  * interactive tasks at 2 CPUs in the upstream design. The batch DSQ is aged only @batch_grace
  * later: its head waits a whole batch slice in the ordinary rotation, and with the rescue age
  * below that slice every dispatch found it "aged" and ran a busy loop ahead of a preempted or
- * just-woken interactive task, which then waited for the tick (10-13 ms per launch in the VM).
+ * just-woken interactive task, which then waited for the tick.
  */
 static __always_inline bool service_aged_overflow(s32 cpu, u32 node, u64 thresh, u64 batch_grace)
 {
@@ -312,11 +312,10 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 		return DISP_NODE_DSQ;
 	/*
 	 * DISP_STEAL_INTERACTIVE: interactive work of any age queued on a nearby CPU goes before a
-	 * BATCH task here. hackbench's receivers queue on their sender's CPU (enqueue()); taking a
+	 * BATCH task here. A producer's consumers queue on the producer's CPU (enqueue()); taking a
 	 * busy loop from the batch DSQ instead left them to that one CPU until they had waited a
-	 * preemption threshold, and the loops got 21 % of both CPUs while hackbench ran, against
-	 * EEVDF's 8-9 % (sched_switch over the run, 2 vCPUs, 4 busy loops): hackbench took 1.68x
-	 * EEVDF's time, 1.20x with this step (bench-scale, same boot).
+	 * preemption threshold, and busy loops beside them took more than twice the CPU they get
+	 * under the fair class.
 	 */
 	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp);
 	if (victim >= 0 && pcpu_head_interactive(victim) && move_pcpu(victim)) {

@@ -92,17 +92,38 @@ enum knob_limits {
 };
 
 /*
- * Knobs BPF reads on every decision (one-entry array map). The adaptive daemon owns all of them and
- * writes them whole; what topology detection derives lives in struct topo_params.
+ * Knobs BPF reads on every decision (one-entry array map): each field's one home. Writers: the
+ * adaptive loop (src/adaptive.rs, from src/tuning/: regime baselines, experts, inside the mode's
+ * rails) writes them whole every second; with --no-adaptive, the mode's values
+ * (src/tuning/mode.rs) once at start and at a power-profile switch. Defaults:
+ * TuningKnobs::defaults() (src/bpf_intf.rs). Range: enum knob_limits, clamped by BPF
+ * (refresh_knobs()). The stats' knob_* fields print them. What topology derives is struct
+ * topo_params.
  */
 struct tuning_knobs {
+	/* Slice cap of INTERACTIVE and LAT_CRITICAL tasks, which run 2x / 1.5x their average
+	 * burst up to it (task_slice()); ns, KNOB_SLICE_*. */
 	u64 slice_ns;
+	/* How long interactive work may wait before a BATCH runner yields to it (preempt.bpf.h),
+	 * and the slice a BATCH task starts with while such work waits; ns, KNOB_PREEMPT_*. */
 	u64 preempt_thresh_ns;
+	/* Multiple of topo_params.lag_cap_ns a waking task may bank as vtime credit
+	 * (task_vtime()): larger favours sleepers more; a count, KNOB_LAG_SCALE_*. */
 	u64 lag_scale;
+	/* A nice 0 BATCH task's slice, shrunk by weight for lighter ones (task_slice()); ns,
+	 * KNOB_BATCH_SLICE_*. */
 	u64 batch_slice_ns;
+	/* The interactive slice cap in place of slice_ns while longrun_mode is set; ns,
+	 * KNOB_BURST_SLICE_*. */
 	u64 burst_slice_ns;
+	/* Behaviour score (classify.bpf.h: wake rate x switch rate / runtime) from which a task
+	 * is LAT_CRITICAL; KNOB_LAT_CRI_HIGH_*. */
 	u64 lat_cri_thresh_high;
+	/* Score from which a task is INTERACTIVE rather than BATCH; kept below the high
+	 * threshold by BPF; KNOB_LAT_CRI_LOW_*. */
 	u64 lat_cri_thresh_low;
+	/* enum affinity_mode: how strongly a wakeup stays on its L2 domain (placement.bpf.h);
+	 * anything past AFFINITY_STRONG reads as AFFINITY_WEAK. */
 	u64 affinity_mode;
 	/*
 	 * powersave's packing (pack_on_busy()), 0 or 1. A knob, not rodata, because --autopower
@@ -112,23 +133,43 @@ struct tuning_knobs {
 };
 
 /*
- * Parameters derived once from topology (tau) and written before attach and after hotplug; the
- * daemon's knob writes never touch them. codel_eq_ns 0 means unset: the middle of [floor, max].
+ * Parameters derived from the topology's mixing time tau (src/topology/params.rs: each one's
+ * ratio to tau and its clamp, the why beside them), written by the daemon before attach and
+ * after a hotplug; the knob writes never touch them. The startup log prints them.
  */
 struct topo_params {
+	/* CoDel's interval: a batch DSQ's head must wait this long to count as a stall; ns. */
 	u64 sojourn_interval_ns;
+	/* Age at which a dispatch serves its node's overflow DSQ head before its own DSQ
+	 * (DISP_OVERFLOW_RESCUE); ns. */
 	u64 overflow_rescue_ns;
+	/* Age at which it does so before anything but the wait bound, keep_prev included
+	 * (DISP_STARVATION_RESCUE); ns. */
 	u64 starvation_rescue_ns;
+	/* CoDel's stall target moves between these (codel.bpf.h); ns. */
 	u64 codel_target_floor_ns;
 	u64 codel_target_max_ns;
+	/* Where CoDel's target rests without stalls; ns, 0: the middle of [floor, max]. */
 	u64 codel_eq_ns;
+	/* How far ahead of the clock a task's vtime may be queued, in nice 0 units
+	 * (task_vtime()); ns of vtime. */
 	u64 vtime_ceiling_ns;
+	/* How far behind the clock a queued task's vtime may be (the credit a sleeper banks is
+	 * this times lag_scale), and how far ahead an interactive task may run before it queues
+	 * as BATCH (outran_share()); ns of vtime. */
 	u64 lag_cap_ns;
+	/* How long the batch DSQ must stay non-empty before longrun_mode is set; ns. */
 	u64 longrun_thresh_ns;
+	/* CPUs a placement may try along the affinity rank: for a queue slot or a runner to
+	 * preempt (spill), and for an idle CPU near the waker (affinity). */
 	u32 spill_search_budget;
 	u32 affinity_search_budget;
+	/* Tasks a CPU's own DSQ holds before placement spills to the node's (1 or 2). */
 	u32 pcpu_dsq_depth;
+	/* preempt_thresh_ns is shifted left by this while longrun_mode is set (batch work then
+	 * keeps its CPU longer). */
 	u32 longrun_preempt_shift;
+	/* CoDel target oscillator's damping and spring, as shifts (codel.bpf.h). */
 	u32 damping_shift;
 	u32 spring_shift;
 	u32 wake_wide_factor; /* CPUs of the largest LLC: the kernel's wake_wide() factor */

@@ -26,8 +26,8 @@ UEI_DEFINE(uei);
  * sched_ext it stays what the task inherited at fork: a pipe pair forked by a shell that had
  * woken many tasks under EEVDF never counted as a pair, and each message went to the idle CPU
  * next door. Counting every wakeup, as the kernel does, also counts the kthreads a timer
- * interrupt wakes on the waker's time (12 and 7 flips for a pipe pair within 0.3 s in the VM);
- * a synchronous wakeup is one the waker asked for.
+ * interrupt wakes on the waker's time, which made a pipe pair look wide; a synchronous wakeup
+ * is one the waker asked for.
  */
 static __always_inline void record_wakee(struct task_struct *p, struct task_ctx *wctx, u64 now)
 {
@@ -46,8 +46,7 @@ static __always_inline void record_wakee(struct task_struct *p, struct task_ctx 
  * other. The kernel's wake_wide() calls a waker with few flips "affine" even when its wakee wakes
  * many: a one-way producer/consumer pair. Here both must be narrow: perf bench messaging's
  * receivers never wake anyone, and treating each sender->receiver wakeup as a pair moved
- * receivers to the sender's CPU 2-3x as often as before (migrations 615-1196 against 256-412 per
- * run, same boot).
+ * receivers to the sender's CPU and back far more often.
  */
 static __always_inline bool sync_pair(struct task_ctx *tctx, struct task_ctx *wctx,
 				      struct topo_params *tp)
@@ -80,16 +79,14 @@ static __always_inline s32 wake_sync_target(struct task_struct *p, bool pair,
  * join), or the other end of a pipe pair whose waker is not BATCH and has nothing queued behind
  * it (it blocks on the reply next). @p takes that CPU's local DSQ and runs the moment the waker
  * leaves: no IPI, no preemption, no queue. Elsewhere it queued behind busy loops or waited for a
- * remote CPU to take the preemption IPI, and a program launch under load took 1.3-1.5x EEVDF's
- * time (perf sched: the new child's first run waited 8-9 ms on average, EEVDF's 1-4 ms). A pipe
- * pair sent to the idle CPU next door paid a cross-CPU wakeup per message: round-trip P50
- * 256 us against EEVDF's 171 us, which keeps the pair on one CPU as here (ftrace: 423 of 498
- * wakeups went to the other CPU, 52 us to first run against 25 us on the waker's). Only into an
- * empty local DSQ, so an exit waking many tasks does not stack them on one CPU, and only while
- * nothing waits in this CPU's own DSQ or its node's overflow: the local DSQ runs before
- * dispatch() is even called, so a fork/exit chain (a shell looping over a short command) handed
- * the CPU from parent to child and back and a woken task in the overflow waited 30-160 ms
- * (the bench's burst P99 3.8-161 ms in adaptive mode, 1.9-3.9 ms with this check, same boot).
+ * remote CPU to take the preemption IPI, and a new child's first run under load waited several
+ * ticks. A pipe pair sent to the idle CPU next door paid a cross-CPU wakeup per message, about
+ * twice the time to first run of a wakeup on the waker's CPU, where the fair class keeps such a
+ * pair. Only into an empty local DSQ, so an exit waking many tasks does not stack them on one
+ * CPU, and only while nothing waits in this CPU's own DSQ or its node's overflow: the local DSQ
+ * runs before dispatch() is even called, so a fork/exit chain (a shell looping over a short
+ * command) handed the CPU from parent to child and back while a woken task in the overflow
+ * waited tens of milliseconds.
  */
 static __always_inline s32 handoff_cpu(struct task_struct *p, u64 wake_flags, bool pair,
 					struct task_ctx *wctx)
@@ -262,9 +259,9 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	 * A consumer woken by a producer that keeps running (hackbench's receivers, a socket
 	 * server's workers) queues on the producer's CPU, past the depth gate, and runs when the
 	 * producer stops: it then reads a batch. In the shared overflow the other CPU took it at
-	 * once and it read one message per wakeup: 4,500-5,900 context switches per hackbench run
-	 * against EEVDF's 1,100-2,400. Other CPUs steal it only once it has waited a preemption
-	 * threshold (DISP_STEAL_AGED), or when they have nothing else to run.
+	 * once and it read one message per wakeup, several times the fair class's context switches.
+	 * Other CPUs steal it only once it has waited a preemption threshold (DISP_STEAL_AGED), or
+	 * when they have nothing else to run.
 	 */
 	if (sync && tctx->tier != TIER_BATCH) {
 		s32 wcpu = bpf_get_smp_processor_id();
@@ -442,8 +439,8 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 
 /*
  * CPU 0's tick keeps the global longrun flag (some node's batch DSQ has stayed non-empty past
- * longrun_thresh_ns): one writer, no contention. A 4 ms bpf_timer instead made the gate's probe
- * P99 under hogs 1.3-3.2x EEVDF's in six runs at 2 vCPUs, against 0.6-1.3x with the tick.
+ * longrun_thresh_ns): one writer, no contention, and no timer: a 4 ms bpf_timer doing this
+ * measurably worsened the wakeup latency of periodic tasks under hogs.
  */
 static __always_inline void update_longrun(struct topo_params *tp, u64 now)
 {

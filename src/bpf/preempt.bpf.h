@@ -67,8 +67,7 @@ static __always_inline void runner_started(struct task_struct *p, struct task_ct
 /*
  * Is the task at the head of @cpu's own DSQ anything but BATCH? Such a task was placed on that
  * CPU at wakeup and waits for it alone: tick_preempt() ends a BATCH slice there for it (without
- * that it waited out the whole slice: BPF-only mode's 20 ms slices showed as a 40 ms P99 at 4
- * vCPUs in the gate's latency layer), and other CPUs take it before BATCH work
+ * that it waits out the whole 20 ms slice), and other CPUs take it before BATCH work
  * (DISP_STEAL_INTERACTIVE).
  */
 static __always_inline bool pcpu_head_interactive(s32 cpu)
@@ -94,10 +93,9 @@ static __always_inline void preempt_on(struct task_struct *p, struct task_ctx *t
 {
 	insert_local(p, tctx, victim, slice, enq_flags | SCX_ENQ_PREEMPT);
 	/*
-	 * SCX_ENQ_PREEMPT into another CPU's local DSQ did not reliably end its runner's slice:
-	 * in the VM, 30 of 47 such wakeups of a 10 ms periodic task beside a fork storm waited out
-	 * the victim's whole 20 ms batch slice (ftrace, sched_wakeup to sched_switch), against
-	 * none of 119 on the waker's own CPU. The kick ends it: 0 of 56 after.
+	 * SCX_ENQ_PREEMPT into another CPU's local DSQ does not reliably end its runner's slice
+	 * (traced: most such wakeups waited out the victim's whole batch slice, none on the
+	 * waker's own CPU). The kick does.
 	 */
 	if (victim != bpf_get_smp_processor_id())
 		kick_cpu(victim, SCX_KICK_PREEMPT);
@@ -107,12 +105,11 @@ static __always_inline void preempt_on(struct task_struct *p, struct task_ctx *t
 /*
  * Placement by preemption: a waking (or new) task that is not BATCH takes a CPU from a BATCH task
  * right away, the one it last ran on first, else the nearest by R_eff: under saturation an
- * interactive wakeup gets a CPU within one context switch, which is all the idle floor allows.
- * Waiting for a tick or a BATCH slice to end was the 4-5x cyclictest gap to EEVDF. With no BATCH
- * runner in reach, it takes the CPU of a runner whose deadline comes after its own: a fork storm
- * keeps every CPU busy with short INTERACTIVE tasks, and a periodic task queued behind them waited
- * for the next tick (4 ms at HZ=250) where EEVDF preempts at once (2x EEVDF's P99 in the gate's
- * responsiveness layer).
+ * interactive wakeup gets a CPU within one context switch, which is all the idle floor allows;
+ * waiting for a tick or a BATCH slice to end is what the fair class does not make it do. With no
+ * BATCH runner in reach, it takes the CPU of a runner whose deadline comes after its own: a fork
+ * storm keeps every CPU busy with short INTERACTIVE tasks, and a periodic task queued behind
+ * them would wait for the next tick (4 ms at HZ=250) where EEVDF preempts at once.
  */
 static __always_inline s32 claim_victim(struct task_struct *p, s32 cpu, u64 deadline,
 					struct topo_params *tp)
@@ -135,9 +132,8 @@ static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct tas
 	/*
 	 * A producer waking its consumer (a pipe, a socket: a synchronous wakeup by a waker that
 	 * keeps running) does not preempt: the consumer then reads a batch instead of one message
-	 * per context switch. Preempting there cost hackbench 5x EEVDF's context switches and 30x
-	 * its migrations. Timer, interrupt and exit wakeups (cyclictest, a frame loop, a parent
-	 * reaping its child) still preempt.
+	 * per context switch, and neither side migrates for every message. Timer, interrupt and
+	 * exit wakeups (cyclictest, a frame loop, a parent reaping its child) still preempt.
 	 */
 	if (tctx->tier == TIER_BATCH || sync ||
 	    (!(enq_flags & SCX_ENQ_WAKEUP) && tctx->last_run_at))
@@ -237,10 +233,9 @@ static __always_inline void tick_preempt(struct task_struct *p, struct task_ctx 
  * DISP_KEEP_PREV: @prev is not BATCH and ran out of slice, and nothing but BATCH work waits here
  * or for a steal (the starvation cap before it has had its turn): it keeps the CPU with a new
  * slice. The kernel asks dispatch() before it requeues @prev, so without this a busy loop took the
- * CPU and @prev waited in the overflow for the next tick or longer (ftrace, a 10 ms probe beside
- * busy loops: 12-37 of 400 bursts cut so, off the CPU 4-60 ms, while every wakeup got a CPU
- * within 0.6 ms; 1-3 with this, back within 0.5 ms). EEVDF lets a sleeper's lag finish its burst
- * the same way. A hog that is not BATCH yet turns BATCH within a few slices (classify()).
+ * CPU and @prev waited in the overflow for the next tick or longer, in the middle of a burst
+ * whose wakeup had been served at once. EEVDF lets a sleeper's lag finish its burst the same
+ * way. A hog that is not BATCH yet turns BATCH within a few slices (classify()).
  */
 static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 node,
 				      struct tuning_knobs *k, struct topo_params *tp)
@@ -270,8 +265,7 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
 	/*
 	 * running() is not called again for a kept task: its deadline for a waker's preemption
 	 * test moves to where its vtime is now plus the new slice, or a waker with a later deadline
-	 * than that stale one waited out the whole new slice (mixed phase: wake-to-run P99 0.37x
-	 * EEVDF's against 0.10x before this task was kept).
+	 * than that stale one would wait out the whole new slice.
 	 */
 	cpu_ctx(cpu)->run_deadline = prev->scx.dsq_vtime + prev->scx.slice +
 		charge_vtime(ran, tctx->weight);

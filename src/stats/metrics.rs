@@ -111,6 +111,8 @@ stats_struct! {
         mwu_weights: BTreeMap<String, f64> =
             "MWU expert weights (sum 1); empty without the adaptive loop";
 
+        // One line each for --help-stats; each knob's meaning, unit, range and writer are
+        // documented once, at its field of struct tuning_knobs in src/bpf/intf.h.
         knob_slice_ns: u64 = "knob: slice cap of INTERACTIVE and LAT_CRITICAL tasks, ns";
         knob_preempt_thresh_ns: u64 =
             "knob: how long interactive work waits before a BATCH task is preempted, ns";

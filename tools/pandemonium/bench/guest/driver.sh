@@ -372,10 +372,9 @@ admin_cpumax() {
 }
 admin_nice() {
     spin_set NICE0 $((2 * N)) nice 0; spin_set NICE19 $((2 * N)) nice 19
-    # Nice 19 hogs get ~1.5 % of the CPU, ~30 runs of theirs in a 4 s window that began 1 s
-    # after the hogs: it weighed the start (under ours ~100x in the first 1-2 s, then ~68x as
-    # under EEVDF, measured per second) as much as the steady share a long nice 19 job gets.
-    # The longer window still holds the start.
+    # Nice 19 hogs get ~1.5 % of the CPU: a BENCH_D window holds a few dozen of their runs and
+    # weighs the hogs' first seconds (new tasks, not yet classified) as much as the steady
+    # share a long nice 19 job gets. The longer window still holds the start.
     admin_window nice nice0 "sched_ns NICE0" nice19 "sched_ns NICE19" "$BENCH_BESIDE_D"
     unload
     spin_set NICE19 $((2 * N)) nice 19; settle
