@@ -9,8 +9,9 @@
 //! work) with `SteamGameId` and an identical one without it. Under gaming the daemon must log
 //! the two game processes, the game's loop must get at most GAME_CPU_CEILING times the plain
 //! loop's CPU time, and the game's frame task must wake no later than the plain one (P99 over
-//! wakes, tests/gate_support/frames.rs, with a stated tolerance). Under auto the daemon logs no
-//! game and the CPU ceiling holds the same.
+//! wakes, tests/gate_support/frames.rs, with a stated tolerance) where the VM resolves it (the
+//! frame task under EEVDF, measured first, woke a median of less than its period late). Under
+//! auto the daemon logs no game and the CPU ceiling holds the same.
 
 use super::cputime::process_cpu_ns;
 use super::frames;
@@ -36,6 +37,10 @@ const GAME_CPU_CEILING: f64 = 1.2;
 /// against 36.7 ms, 1.19x, under auto on 7.3.4 at 2 vCPUs on a host at load 9 for 2 cores).
 const FRAME_FACTOR: f64 = 1.3;
 const FRAME_SLACK_NS: u64 = 1_000_000;
+const FRAME_PERIOD: Duration = Duration::from_millis(7);
+const FRAME_WORK: Duration = Duration::from_millis(1);
+/// How long the frame task runs under EEVDF to tell whether the VM resolves its wakeups.
+const REFERENCE_RUN: Duration = Duration::from_secs(5);
 
 fn spawn(args: &[&str], game: bool) -> Child {
     let mut cmd = Command::new(tools_binary());
@@ -63,13 +68,7 @@ fn frame_task(name: &str, game: bool) -> Child {
     } else {
         &[]
     };
-    frames::spawn_process(
-        name,
-        Duration::from_millis(7),
-        Duration::from_millis(1),
-        WARM + WINDOW,
-        env,
-    )
+    frames::spawn_process(name, FRAME_PERIOD, FRAME_WORK, WARM + WINDOW, env)
 }
 
 fn kill(mut child: Child) {
@@ -81,8 +80,9 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-/// Runs one mode; returns what failed.
-fn run(mode: &str) -> Vec<String> {
+/// Runs one mode; returns what failed. The frame bar is held only where `reference`, the same
+/// frame task under EEVDF, shows the VM resolves it (frames::resolved).
+fn run(mode: &str, reference: &frames::FrameStats) -> Vec<String> {
     let gaming = mode == "gaming";
     let mut sched = SchedulerProc::start(&["--mode", mode]);
     sched.wait_attached();
@@ -144,7 +144,16 @@ fn run(mode: &str) -> Vec<String> {
         "--mode {mode}: too few frame samples ({gn}, {pn})"
     );
     let bound = (p99_ as f64 * FRAME_FACTOR) as u64 + FRAME_SLACK_NS;
-    if gaming && g99 > bound {
+    if gaming && !frames::resolved(reference, FRAME_PERIOD) {
+        eprintln!(
+            "gate gaming: --mode {mode}: frame bar not judged at {} vCPUs: under EEVDF the frame \
+             task's median wake was {:.2} ms late, over its {} ms period, so the VM's vCPU round \
+             robin sets these figures, not the scheduler",
+            online_cpus().len(),
+            ms(reference.p50_ns),
+            FRAME_PERIOD.as_millis()
+        );
+    } else if gaming && g99 > bound {
         failed.push(format!(
             "--mode {mode}: the game's frame task woke with P99 {:.2} ms, over {FRAME_FACTOR}x \
              the plain one's {:.2} ms + {:.1} ms",
@@ -160,7 +169,19 @@ fn run(mode: &str) -> Vec<String> {
 
 pub fn layer_gaming() {
     require_gate_environment();
-    let mut failed = run("gaming");
-    failed.extend(run("auto"));
+    let reference = {
+        let _busy = BusyLoops::start();
+        frames::one(PLAIN_FRAME, FRAME_PERIOD, FRAME_WORK, REFERENCE_RUN)
+    };
+    eprintln!(
+        "gate gaming: EEVDF, for reference: frame task beside {} busy loops: P50 {:.2} ms P99 \
+         {:.2} ms ({} wakes)",
+        2 * online_cpus().len(),
+        ms(reference.p50_ns),
+        ms(reference.p99_ns),
+        reference.wakes
+    );
+    let mut failed = run("gaming", &reference);
+    failed.extend(run("auto", &reference));
     assert!(failed.is_empty(), "gate gaming:\n{}", failed.join("\n"));
 }
