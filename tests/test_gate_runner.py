@@ -8,8 +8,8 @@ import pytest
 
 from tools.pandemonium.common import PROJECT_ROOT, PandemoniumError
 from tools.pandemonium.gate_runner import (GATE_SOURCE, HOST_LAYERS, failure_in_log,
-                                           host_layers, known_layers, parse_layers,
-                                           skipped_in_log)
+                                           host_layers, known_layers, layer_times_in_log,
+                                           parse_layers, skipped_in_log, slowest_line)
 
 
 def test_default_is_full_gate():
@@ -49,6 +49,18 @@ def test_a_failure_names_the_last_layer_passed_and_the_panic(tmp_path):
         "right: (Some(LatCritical), Some(Batch))",
     ]
     assert failure_in_log(tmp_path / "missing.log") == []
+
+
+def test_step_times_are_read_and_the_slowest_named(tmp_path):
+    log = tmp_path / "vm-console.log"
+    log.write_text("gate full_gate: load passed in 12.5 s\n"
+                   "[   80.1] gate full_gate: not a step line passed in 9 s\n"
+                   "gate full_gate: trust passed in 140.2 s\n"
+                   "gate full_gate: errors passed in 3.0 s\n")
+    times = layer_times_in_log(log)
+    assert times == [("load", 12.5), ("trust", 140.2), ("errors", 3.0)]
+    assert slowest_line(times, shown=2) == "slowest: trust 140 s, load 12 s (of 156 s in 3 steps)"
+    assert layer_times_in_log(tmp_path / "missing.log") == []
 
 
 def test_the_layers_are_the_gate_tests(tmp_path):

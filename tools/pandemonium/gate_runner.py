@@ -49,6 +49,8 @@ class GateRun:
     # A failed run's last passed full_gate layer and its panic, for the summary: the CI keeps
     # only the tail of the output, where the summary is.
     failure: list[str] = field(default_factory=list)
+    # full_gate's steps and their seconds, from its "passed in" lines.
+    layer_times: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -74,7 +76,28 @@ def skipped_in_log(log_path: Path) -> list[str]:
 # Rust 1.89+ puts the thread id after the name: "thread 'full_gate' (155) panicked at ...".
 _PANIC = re.compile(r"^thread '[^']*'(?: \(\d+\))? panicked at ")
 _FULL_GATE_PASSED = re.compile(r"^gate full_gate: (\w+) passed", re.M)
+_FULL_GATE_TIME = re.compile(r"^gate full_gate: (\w+) passed in ([0-9.]+) s", re.M)
 PANIC_LINES = 4
+# How many of the slowest full_gate steps the summary names.
+SLOWEST_SHOWN = 8
+
+
+def layer_times_in_log(log_path: Path) -> list[tuple[str, float]]:
+    """full_gate's steps that passed, with their seconds, in the order they ran."""
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError:
+        return []
+    return [(m.group(1), float(m.group(2))) for m in _FULL_GATE_TIME.finditer(text)]
+
+
+def slowest_line(times: list[tuple[str, float]], shown: int = SLOWEST_SHOWN) -> str:
+    """"slowest: trust 140 s, admin 120 s, ... (of 900 s in 24 steps)": where a CI budget is
+    trimmed from."""
+    top = sorted(times, key=lambda t: -t[1])[:shown]
+    total = sum(t for _, t in times)
+    return ("slowest: " + ", ".join(f"{n} {t:.0f} s" for n, t in top)
+            + f" (of {total:.0f} s in {len(times)} steps)")
 
 
 def failure_in_log(log_path: Path) -> list[str]:
@@ -186,7 +209,8 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
             rc = 1 if problems else rc
         runs.append(GateRun(cpus, res.kernel_version, runnable, rc, res.accel_used,
                             res.duration_s, todo + skipped_in_log(Path(res.log_path)),
-                            [] if rc == 0 else failure_in_log(Path(res.log_path))))
+                            [] if rc == 0 else failure_in_log(Path(res.log_path)),
+                            layer_times_in_log(Path(res.log_path))))
     if hosted:
         runs.append(run_service(cpus_list[0], kernel, accel, extra_args))
     return runs
@@ -217,6 +241,8 @@ def summarize(runs: list[GateRun]) -> tuple[int, int, int]:
                  ",".join(r.layers) or "-", r.accel, r.duration_s, verdict)
         if r.skipped:
             log.info("           skipped (not implemented yet): %s", ", ".join(r.skipped))
+        if r.layer_times:
+            log.info("           %s", slowest_line(r.layer_times))
         for line in r.failure:
             log.info("           %s", line)
     return passed, failed, skipped
