@@ -199,7 +199,7 @@ def test_payload_holds_the_scheduler_checks_units_and_tools(tmp_path):
     assert files["/payload/bin/scx_loader"] == loader
     for name in service.LOADER_FILES:
         assert files[f"/payload/units/scx_loader/{name}"] == service.LOADER_DIR / name
-    for need in ("/payload/service_guest.py", "/payload/units/scx.service",
+    for need in ("/payload/service_guest.py", "/payload/bpf_map.py", "/payload/units/scx.service",
                  "/payload/units/pandemonium-gate.service",
                  "/payload/src/systemd/README.md",
                  "/payload/src/pandemonium.py", "/payload/src/tools/pandemonium/install.py",
@@ -404,6 +404,8 @@ def test_the_game_runs_unprivileged_and_frame_paced():
     assert rest[0].endswith("/reaper")
     compile(guest.FRAME_GAME, "game", "exec")
     assert "time.sleep(0.006)" in guest.FRAME_GAME and "< 0.001" in guest.FRAME_GAME
+    # Its own comm, so BPF's per-comm profile is the game's alone (at most 15 bytes).
+    assert f"write({guest.GAME_COMM!r})" in guest.FRAME_GAME and len(guest.GAME_COMM) <= 15
 
 
 def test_the_boost_line_and_the_games_pid():

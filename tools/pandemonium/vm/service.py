@@ -183,7 +183,8 @@ def payload_files(binary: Path, loader: Path | None = None,
     with every host test run)."""
     g = initramfs.GuestFile
     files = [g(binary, f"{PAYLOAD}/bin/scx_pandemonium"),
-             g(GUEST_SCRIPT, f"{PAYLOAD}/service_guest.py")]
+             g(GUEST_SCRIPT, f"{PAYLOAD}/service_guest.py"),
+             g(HERE / "bpf_map.py", f"{PAYLOAD}/bpf_map.py")]
     if loader is not None:
         files.append(g(loader, f"{PAYLOAD}/bin/scx_loader"))
     tools = binary.parent / "pandemonium-tools"

@@ -326,7 +326,10 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
 "$@"
 exit $?
 """
+# The game names itself, so BPF's per-comm profile (task_profiles) is its own.
+GAME_COMM = "svc-game"
 FRAME_GAME = ("import time\n"
+              f"open('/proc/self/comm', 'w').write({GAME_COMM!r})\n"
               "while True:\n"
               "    t = time.perf_counter()\n"
               "    while time.perf_counter() - t < 0.001:\n"
@@ -400,6 +403,23 @@ def start_game() -> tuple[subprocess.Popen, int]:
         raise CheckFailed(f"the game runs as uid {uid_of(pid)}, its reaper as "
                           f"{uid_of(reaper.pid)}, not {GAME_UID}")
     return reaper, pid
+
+
+def wait_game_lat_critical(timeout: float) -> str:
+    """Waits until BPF's task_profiles holds the game's comm as LAT_CRITICAL: what the scheduler
+    decided, not what the daemon logged it asked for."""
+    import bpf_map  # shipped beside this script (service.py's payload_files)
+
+    seen = []
+
+    def lat_critical() -> str | None:
+        seen.append(bpf_map.task_tiers().get(GAME_COMM))
+        return seen[-1] if seen[-1] == "LAT_CRITICAL" else None
+
+    try:
+        return wait_for(lat_critical, timeout, f"BPF's tier for {GAME_COMM} (task_profiles)")
+    except CheckFailed as e:
+        raise CheckFailed(f"{e}: it stayed {seen[-1] if seen else None}") from None
 
 
 def stop_game(reaper: subprocess.Popen, pid: int) -> None:
@@ -740,6 +760,7 @@ class Layer:
             try:
                 boosted = wait_journal(inv, boost_pattern(pid), GAME_START_S,
                                        f"the boost of game PID {pid} (uid {GAME_UID})")
+                tier = wait_game_lat_critical(30)
                 time.sleep(3)  # a second report would show up by now
                 again = matching(inv, boost_pattern(pid))
             finally:
@@ -754,7 +775,8 @@ class Layer:
                               f"{[e['MESSAGE'][:120] for e in denied]}")
         return (f"MainPID {main} in --mode gaming; game PID {pid} (uid {GAME_UID}) under "
                 f"{REAPER.name} PID {reaper.pid} (SteamLaunch AppId={STEAM_APP_ID}): "
-                f"{boosted['MESSAGE'][:120]!r}; warned once: {denied[0]['MESSAGE'][:100]!r}")
+                f"{boosted['MESSAGE'][:120]!r}; BPF's tier for {GAME_COMM}: {tier}; warned "
+                f"once: {denied[0]['MESSAGE'][:100]!r}")
 
     def scx_takes_over(self) -> str:
         Path("/etc/default/scx").write_text("SCX_SCHEDULER=scx_pandemonium\nSCX_FLAGS='-v'\n")
