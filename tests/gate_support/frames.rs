@@ -111,9 +111,9 @@ pub fn pair(a: &str, b: &str, period: Duration, work: Duration, run: Duration) -
 
 /// Whether the VM resolves a frame task's wakeups at this size: `reference`, a frame task
 /// measured under EEVDF beside the same load, woke a median of less than one period late.
-/// With 4 vCPUs on tcg-single's one host thread, QEMU's vCPU round robin made frame tasks a
-/// median 9-10 ms late under EEVDF itself, and two identical tasks' P99s then differed by up to
-/// 1.4x from run to run, either way round: a comparison of them says nothing of the scheduler.
+/// Where it does not (4 vCPUs on tcg-single's one host thread), QEMU's vCPU round robin, not
+/// the scheduler, decides when a frame task runs, even under EEVDF: two identical tasks then
+/// differ either way round, and comparing them says nothing of the scheduler.
 /// When it does not, says so on `layer`'s behalf for `mode`: the frame bar is not judged there.
 pub fn resolved(reference: &FrameStats, period: Duration, layer: &str, mode: &str) -> bool {
     let ok = reference.p50_ns < period.as_nanos() as u64;
