@@ -7,6 +7,7 @@ pub mod admin;
 pub mod cgroup;
 pub mod cgroup_share;
 pub mod cputime;
+pub mod emulator;
 pub mod faults;
 pub mod frames;
 pub mod gaming;
