@@ -51,6 +51,18 @@ impl Policy {
     }
 }
 
+/// Makes the calling thread SCHED_FIFO at the lowest RT priority: a task sched_ext never
+/// schedules.
+pub fn make_fifo() -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: sched_setscheduler on the calling thread (0) with a valid param.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// What one group of hog threads looks like to the scheduler.
 #[derive(Debug, Clone)]
 pub struct HogSpec {

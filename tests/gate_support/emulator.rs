@@ -49,14 +49,7 @@ impl StopWatcher {
         let flag = Arc::clone(&stop);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
-            let param = libc::sched_param { sched_priority: 1 };
-            // SAFETY: sched_setscheduler on the calling thread (0) with a valid param.
-            let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-            let _ = ready_tx.send(if rc == 0 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            });
+            let _ = ready_tx.send(super::cputime::make_fifo());
             let mut stops = Stops::default();
             while !flag.load(Ordering::Relaxed) {
                 let t = Instant::now();

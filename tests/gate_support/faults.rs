@@ -251,10 +251,9 @@ pub fn layer_exit_dump() {
             .name("dump-rt-hog".into())
             .spawn(move || {
                 pin_thread(cpu);
-                let param = libc::sched_param { sched_priority: 1 };
-                // SAFETY: sched_setscheduler on the calling thread (0) with a valid param.
-                let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-                assert_eq!(rc, 0, "SCHED_FIFO: {}", std::io::Error::last_os_error());
+                if let Err(e) = super::cputime::make_fifo() {
+                    panic!("SCHED_FIFO: {e}");
+                }
                 // Bounded, should the flag never come.
                 let t0 = Instant::now();
                 while !stop.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(40) {
