@@ -414,8 +414,8 @@ fn a_game_under_a_reaper_is_found_in_the_real_proc() {
                 .filter(|g| g.game == 4242),
         );
         if let Some(g) = found.iter().find(|g| g.pid != child.id()) {
-            comm = fs::read_to_string(format!("/proc/{}/comm", g.pid)).unwrap_or_default();
-            comm.truncate(comm.trim_end().len());
+            let read = fs::read_to_string(format!("/proc/{}/comm", g.pid));
+            comm = read.unwrap_or_default().trim_end().to_owned();
         }
         std::thread::sleep(Duration::from_millis(50));
     }
