@@ -98,6 +98,35 @@ def test_failed_install_names_cargos_last_lines(cache, monkeypatch):
         anchors.resolve(anchors.parse_external("/nonexistent/scx_x"))
 
 
+def _fake_cargo(monkeypatch, script: str) -> None:
+    """install_command replaced by a shell script: $1 is the anchor's install root."""
+    monkeypatch.setattr(anchors.shutil, "which", lambda *a, **k: "/usr/bin/cargo")
+    monkeypatch.setattr(anchors, "install_command",
+                        lambda a: ["sh", "-c", script, "sh", str(a.root())])
+
+
+def test_a_background_install_runs_at_idle_priority_and_wait_returns_its_binary(cache,
+                                                                                monkeypatch):
+    # Field 41 of /proc/PID/stat is the policy: 5 is SCHED_IDLE.
+    _fake_cargo(monkeypatch, 'mkdir -p "$1/bin" && cut -d" " -f41 /proc/$$/stat > "$1/policy" '
+                             '&& touch "$1/bin/scx_loader"')
+    pending = anchors.BackgroundInstall.start(anchors.LOADER)
+    assert pending.proc is not None
+    pending.proc.wait()  # before wait(), which lifts a running install to the normal policy
+    assert pending.wait() == anchors.LOADER.installed()
+    assert (anchors.LOADER.root() / "policy").read_text().strip() == "5"
+    # Installed already: nothing is started.
+    assert anchors.BackgroundInstall.start(anchors.LOADER).proc is None
+
+
+def test_a_failed_background_install_names_its_last_lines(cache, monkeypatch):
+    _fake_cargo(monkeypatch, 'for i in $(seq 40); do echo "line $i"; done; '
+                             'echo "error: failed to compile scx_loader"; exit 101')
+    pending = anchors.BackgroundInstall.start(anchors.LOADER)
+    with pytest.raises(PandemoniumError, match="(?s)exit 101.*line 40.*failed to compile"):
+        pending.wait()
+
+
 def test_install_builds_with_our_builds_clang_else_plain_clang(cache, monkeypatch):
     from tools.pandemonium import build
 

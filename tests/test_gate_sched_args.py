@@ -29,7 +29,7 @@ def _fake_vm(monkeypatch, seen):
     def run_in_vm(cmd, **kw):
         seen.append((cmd, kw.get("env")))
         return SimpleNamespace(kernel_version="6.18", rc=0, accel_used="tcg", duration_s=1.0,
-                               log_path="/nonexistent")
+                               log_path="/nonexistent", out_dir=None)
     monkeypatch.setattr(tools.pandemonium.vm, "run_in_vm", run_in_vm)
     monkeypatch.setattr(gate_runner, "listed_tests", lambda gate: {"load", "classify"})
 
@@ -49,6 +49,37 @@ def test_without_args_the_guest_gets_no_gate_env(monkeypatch):
     _fake_vm(monkeypatch, seen)
     gate_runner.run_gate(Path("/gate"), ["load"], [2], "default", "tcg")
     assert seen[0][1] is None
+
+
+def test_full_gate_at_a_later_vcpu_count_runs_only_the_sized_layers(monkeypatch):
+    seen, loader = [], []
+    _fake_vm(monkeypatch, seen)
+    monkeypatch.setattr(gate_runner, "listed_tests", lambda gate: {"full_gate"})
+    monkeypatch.setattr(gate_runner, "check_status_captures", lambda out_dir: [])
+    monkeypatch.setattr(gate_runner, "start_loader_install", lambda: loader.append(1) or "pending")
+    monkeypatch.setattr(gate_runner, "run_service",
+                        lambda cpus, kernel, accel, extra, pending: loader.append(pending)
+                        or gate_runner.GateRun(cpus, kernel, ["service"], 0, accel, 1.0))
+    runs = gate_runner.run_gate(Path("/gate"), ["full_gate"], [2, 4], "default", "tcg")
+    assert [env for _, env in seen] == [None, {"PANDEMONIUM_GATE_SIZED_ONLY": "1"}]
+    assert [r.layers for r in runs] == [["full_gate"], ["full_gate"], ["service"]]
+    # scx_loader's install started before the first VM and was handed to the service layer.
+    assert loader == [1, "pending"]
+
+
+def test_full_gate_marks_each_step_sized_or_not():
+    """Every full_gate step says whether the CPU count changes its outcome: a step added without
+    the column would not compile, and the ones rerun at 4 vCPUs are the README's list."""
+    src = (ROOT / "tests" / "gate.rs").read_text()
+    body = src[src.index("fn full_gate()"):]
+    body = body[:body.index("\n}\n")]
+    import re
+    sized = re.findall(r'\("(\w+)", true,', body)
+    assert sized == ["load", "topology", "hybrid", "trust", "admin", "powersave", "latency",
+                     "responsiveness", "interactive", "hotplug", "contention", "starvation",
+                     "wait_bound"]
+    readme = (ROOT / "README.md").read_text()
+    assert "(" + ", ".join(sized[:-1]) in " ".join(readme.split())
 
 
 def _cli(*args):

@@ -256,7 +256,10 @@ def _boot_phase(phase: str, base: Path, disk: Path, tmp: Path, kinfo, mode: str,
 
 
 def run_service_layer(cpus: int = 2, kernel: str = "default", accel: str = "tcg-single",
-                      mem_mb: int = 2048, echo: bool = True) -> ServiceRun:
+                      mem_mb: int = 2048, echo: bool = True,
+                      loader: anchors.BackgroundInstall | None = None) -> ServiceRun:
+    """The layer's two boots. `loader`: scx_loader's install already started (gate_runner starts
+    it beside the gate's VM); None installs it here when missing."""
     from .runner import _run_dir
 
     started = time.monotonic()
@@ -266,8 +269,8 @@ def run_service_layer(cpus: int = 2, kernel: str = "default", accel: str = "tcg-
     binary = scheduler_binary()
     log.info("service: scx_loader %s from crates.io (%s), installed when missing",
              anchors.LOADER.version, anchors.LOADER.installed())
-    loader = anchors.install(anchors.LOADER)
-    base = initramfs.build_base(kinfo.version, kinfo.config_path, payload_files(binary, loader),
+    loader_bin = loader.wait() if loader else anchors.install(anchors.LOADER)
+    base = initramfs.build_base(kinfo.version, kinfo.config_path, payload_files(binary, loader_bin),
                                 init=SERVICE_INIT)
     _, log_path = _run_dir(None, "service-" + secrets.token_hex(4))
     run_dir = log_path.parent
