@@ -55,7 +55,9 @@ def test_full_gate_at_a_later_vcpu_count_runs_only_the_sized_layers(monkeypatch)
     seen, loader = [], []
     _fake_vm(monkeypatch, seen)
     monkeypatch.setattr(gate_runner, "listed_tests", lambda gate: {"full_gate"})
-    monkeypatch.setattr(gate_runner, "check_status_captures", lambda out_dir: [])
+    checked = []
+    monkeypatch.setattr(gate_runner, "check_status_captures",
+                        lambda out_dir: checked.append(out_dir) or [])
     monkeypatch.setattr(gate_runner, "start_loader_install", lambda: loader.append(1) or "pending")
     monkeypatch.setattr(gate_runner, "run_service",
                         lambda cpus, kernel, accel, extra, pending: loader.append(pending)
@@ -63,6 +65,8 @@ def test_full_gate_at_a_later_vcpu_count_runs_only_the_sized_layers(monkeypatch)
     runs = gate_runner.run_gate(Path("/gate"), ["full_gate"], [2, 4], "default", "tcg")
     assert [env for _, env in seen] == [None, {"PANDEMONIUM_GATE_SIZED_ONLY": "1"}]
     assert [r.layers for r in runs] == [["full_gate"], ["full_gate"], ["service"]]
+    # The status layer's captures are read where it ran: at the first count only.
+    assert len(checked) == 1 and all(r.passed for r in runs)
     # scx_loader's install started before the first VM and was handed to the service layer.
     assert loader == [1, "pending"]
 
