@@ -143,9 +143,17 @@ wl_hotplug() {
     end=$(($(date +%s) + D))
     flips=0
     bad=0
+    pins=0
     sleep 0.5
+    tids=
     while [ "$(date +%s)" -lt $end ]; do
-        for t in /proc/$pp/task/*; do taskset -p $mask ${t##*/} > /dev/null 2>&1; done
+        # The workers by their thread name ($pp is the shell running stress(), not the tool),
+        # looked for until found: under load the tool takes a while to start them.
+        [ -z "$tids" ] && for t in /proc/[0-9]*/task/[0-9]*; do
+            read -r comm < $t/comm 2>/dev/null && [ "$comm" = st-pinned ] && tids="$tids ${t##*/}"
+        done
+        # An offlined CPU's tasks lose their pin: set again before every unplug.
+        for t in $tids; do taskset -p $mask $t > /dev/null 2>&1 && pins=$((pins + 1)); done
         sleep 1
         timeout 30 sh -c "echo 0 > /sys/devices/system/cpu/cpu$H/online" || bad=$((bad + 1))
         sleep 1
@@ -153,7 +161,7 @@ wl_hotplug() {
         flips=$((flips + 1))
     done
     echo 1 > /sys/devices/system/cpu/cpu$H/online 2>/dev/null
-    echo "cpu$H unplugged and replugged $flips times, $bad failed writes"
+    echo "cpu$H unplugged and replugged $flips times, $bad failed writes, $pins pins of st-pinned"
     waitall $pp $hp && [ $bad -eq 0 ]
 }
 
