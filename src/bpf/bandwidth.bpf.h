@@ -25,9 +25,8 @@ u32 bw_timer_armed;
 u64 bw_throttled_since;
 /*
  * Tasks the timer's current run has released. A global, not a local: the verifier knows a
- * local counter exactly, so it walked the release loop once per value up to BW_RELEASE_BATCH
- * (with the cgroup walks inside each), and init(), which sets the timer's callback and so
- * verifies it, was half of all verified instructions and of the time a start takes.
+ * local counter exactly and would walk the release loop once per value up to BW_RELEASE_BATCH,
+ * cgroup walks included, in init(), which sets the timer's callback and so verifies it.
  */
 u32 bw_released;
 
