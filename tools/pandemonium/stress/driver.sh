@@ -148,9 +148,11 @@ wl_hotplug() {
     tids=
     while [ "$(date +%s)" -lt $end ]; do
         # The workers by their thread name ($pp is the shell running stress(), not the tool),
-        # looked for until found: under load the tool takes a while to start them.
+        # looked for until found: under load the tool takes a while to start them. The braces
+        # silence a task that exits between the glob and the read: the shell reports a failed
+        # redirection itself, before the command's own 2>/dev/null applies.
         [ -z "$tids" ] && for t in /proc/[0-9]*/task/[0-9]*; do
-            read -r comm < $t/comm 2>/dev/null && [ "$comm" = st-pinned ] && tids="$tids ${t##*/}"
+            { read -r comm < $t/comm; } 2>/dev/null && [ "$comm" = st-pinned ] && tids="$tids ${t##*/}"
         done
         # An offlined CPU's tasks lose their pin: set again before every unplug.
         for t in $tids; do taskset -p $mask $t > /dev/null 2>&1 && pins=$((pins + 1)); done
