@@ -59,16 +59,36 @@ def test_full_gate_at_a_later_vcpu_count_runs_only_the_sized_layers(monkeypatch)
     monkeypatch.setattr(gate_runner, "check_status_captures",
                         lambda out_dir: checked.append(out_dir) or [])
     monkeypatch.setattr(gate_runner, "start_loader_install", lambda: loader.append(1) or "pending")
-    monkeypatch.setattr(gate_runner, "run_service",
-                        lambda cpus, kernel, accel, extra, pending: loader.append(pending)
-                        or gate_runner.GateRun(cpus, kernel, ["service"], 0, accel, 1.0))
+    started = []
+
+    def start_service(cpus, kernel, accel, extra, pending):
+        # Started once the first count's VM is done and before the last count's boots.
+        started.append((cpus, len(seen), pending))
+        return lambda: gate_runner.GateRun(cpus, kernel, ["service"], 0, accel, 1.0)
+    monkeypatch.setattr(gate_runner, "start_service", start_service)
+    monkeypatch.setattr(gate_runner, "run_service", lambda *a: pytest.fail("run after the gate"))
     runs = gate_runner.run_gate(Path("/gate"), ["full_gate"], [2, 4], "default", "tcg")
     assert [env for _, env in seen] == [None, {"PANDEMONIUM_GATE_SIZED_ONLY": "1"}]
     assert [r.layers for r in runs] == [["full_gate"], ["full_gate"], ["service"]]
     # The status layer's captures are read where it ran: at the first count only.
     assert len(checked) == 1 and all(r.passed for r in runs)
-    # scx_loader's install started before the first VM and was handed to the service layer.
-    assert loader == [1, "pending"]
+    # scx_loader's install started before the first VM and was handed to the service layer,
+    # which ran at the first count's size beside the second count's VM.
+    assert loader == [1] and started == [(2, 1, "pending")]
+
+
+def test_with_one_vcpu_count_the_service_layer_runs_after_the_gate(monkeypatch):
+    seen, order = [], []
+    _fake_vm(monkeypatch, seen)
+    monkeypatch.setattr(gate_runner, "listed_tests", lambda gate: {"full_gate"})
+    monkeypatch.setattr(gate_runner, "check_status_captures", lambda out_dir: [])
+    monkeypatch.setattr(gate_runner, "start_loader_install", lambda: "pending")
+    monkeypatch.setattr(gate_runner, "start_service", lambda *a: pytest.fail("nothing beside"))
+    monkeypatch.setattr(gate_runner, "run_service",
+                        lambda cpus, kernel, accel, extra, pending: order.append(len(seen))
+                        or gate_runner.GateRun(cpus, kernel, ["service"], 1, accel, 1.0))
+    runs = gate_runner.run_gate(Path("/gate"), ["full_gate"], [2], "default", "tcg")
+    assert order == [1] and [r.passed for r in runs] == [True, False]
 
 
 def test_full_gate_marks_each_step_sized_or_not():
@@ -102,3 +122,28 @@ def test_a_bad_sched_args_value_fails_before_any_build():
     assert out.returncode != 0
     assert "is not an option" in out.stderr + out.stdout
     assert "Traceback" not in out.stderr
+
+
+def test_start_service_builds_first_and_boots_in_a_thread(monkeypatch):
+    """What writes the shared caches runs before start_service returns (so before the gate's VM
+    starts); the boots run in another thread and their result comes back through the join."""
+    import threading
+    import tools.pandemonium.vm.service as service
+
+    events, release = [], threading.Event()
+    monkeypatch.setattr(service, "prepare_service_layer",
+                        lambda kernel, accel, loader: events.append(
+                            ("prepare", threading.current_thread().name, loader)) or "prep")
+
+    def boot(prep, cpus, echo):
+        release.wait(5)
+        events.append(("boot", threading.current_thread().name, prep, cpus, echo))
+        return SimpleNamespace(kernel="6.18", rc=0, accel="tcg-single", duration_s=2.0)
+    monkeypatch.setattr(service, "boot_service_layer", boot)
+    join = gate_runner.start_service(2, "default", "tcg-single", "", "pending")
+    assert events == [("prepare", threading.current_thread().name, "pending")]
+    release.set()
+    run = join()
+    assert run.layers == ["service"] and run.passed and run.cpus == 2
+    name, prep, cpus, echo = events[1][1:]
+    assert name != threading.current_thread().name and (prep, cpus, echo) == ("prep", 2, False)

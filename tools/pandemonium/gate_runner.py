@@ -10,6 +10,7 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .common import PROJECT_ROOT, PandemoniumError, log
 
@@ -191,6 +192,7 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
         log.warning("gate layer %s: SKIPPED (not implemented yet)", layer)
     runs = []
     loader = start_loader_install() if hosted else None
+    service = None
     for i, cpus in enumerate(cpus_list):
         if not runnable:
             if todo or not hosted:
@@ -202,6 +204,10 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
             # full_gate's layers whose outcome does not depend on the CPU count passed at the
             # first count (the bool column of its steps in tests/gate.rs).
             env["PANDEMONIUM_GATE_SIZED_ONLY"] = "1"
+        # The service layer at the first count's size, beside the last count's gate (not the
+        # first's: scx_loader's install runs beside that one).
+        if hosted and i > 0 and i == len(cpus_list) - 1:
+            service = start_service(cpus_list[0], kernel, accel, extra_args, loader)
         log.info("gate: %s at %d vCPUs on kernel %s%s", ",".join(runnable), cpus, kernel,
                  " (the layers that depend on the CPU count)" if sized_only else "")
         cmd = [GUEST_GATE, "--ignored", "--test-threads=1", "--exact", "--nocapture", *runnable]
@@ -220,7 +226,8 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
                             [] if rc == 0 else failure_in_log(Path(res.log_path)),
                             layer_times_in_log(Path(res.log_path))))
     if hosted:
-        runs.append(run_service(cpus_list[0], kernel, accel, extra_args, loader))
+        runs.append(service() if service else
+                    run_service(cpus_list[0], kernel, accel, extra_args, loader))
     return runs
 
 
@@ -233,6 +240,18 @@ def start_loader_install():
     return anchors.BackgroundInstall.start(anchors.LOADER)
 
 
+def _service_banner(cpus: int, kernel: str, extra_args: str, beside: bool) -> None:
+    if extra_args:
+        log.warning("gate service: runs the installed unit's configuration; --sched-args %r "
+                    "are not applied to it", extra_args)
+    log.info("gate: service at %d vCPUs on kernel %s (systemd as PID 1)%s", cpus, kernel,
+             ", beside the gate's last VM" if beside else "")
+
+
+def _service_gate_run(cpus: int, res) -> GateRun:
+    return GateRun(cpus, res.kernel, ["service"], res.rc, res.accel, res.duration_s)
+
+
 def run_service(cpus: int, kernel: str, accel: str, extra_args: str = "",
                 loader=None) -> GateRun:
     """The service layer, once (at the first vCPU count): it checks the systemd integration, which
@@ -240,12 +259,29 @@ def run_service(cpus: int, kernel: str, accel: str, extra_args: str = "",
     apply to it."""
     from .vm.service import run_service_layer
 
-    if extra_args:
-        log.warning("gate service: runs the installed unit's configuration; --sched-args %r "
-                    "are not applied to it", extra_args)
-    log.info("gate: service at %d vCPUs on kernel %s (systemd as PID 1)", cpus, kernel)
-    res = run_service_layer(cpus=cpus, kernel=kernel, accel=accel, loader=loader)
-    return GateRun(cpus, res.kernel, ["service"], res.rc, res.accel, res.duration_s)
+    _service_banner(cpus, kernel, extra_args, beside=False)
+    return _service_gate_run(cpus, run_service_layer(cpus=cpus, kernel=kernel, accel=accel,
+                                                     loader=loader))
+
+
+def start_service(cpus: int, kernel: str, accel: str, extra_args: str = "",
+                  loader=None) -> Callable[[], GateRun]:
+    """run_service(), with its two boots in a thread beside the gate's VM at the last vCPU count
+    (returns the call that waits for them). A tcg-single guest keeps one host core busy; on a
+    2-core CI machine the other core was idle while the service layer waited its turn, minutes
+    of CI. What writes the shared caches (the image, the initramfs, scx_loader) is built here
+    first, before the gate's VM starts; the boots only read them. Their console goes to the
+    layer's log files, not to the gate's output."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .vm.service import boot_service_layer, prepare_service_layer
+
+    _service_banner(cpus, kernel, extra_args, beside=True)
+    prep = prepare_service_layer(kernel=kernel, accel=accel, loader=loader)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-service")
+    future = pool.submit(boot_service_layer, prep, cpus, echo=False)
+    pool.shutdown(wait=False)
+    return lambda: _service_gate_run(cpus, future.result())
 
 
 def summarize(runs: list[GateRun]) -> tuple[int, int, int]:

@@ -255,13 +255,22 @@ def _boot_phase(phase: str, base: Path, disk: Path, tmp: Path, kinfo, mode: str,
     return result
 
 
-def run_service_layer(cpus: int = 2, kernel: str = "default", accel: str = "tcg-single",
-                      mem_mb: int = 2048, echo: bool = True,
-                      loader: anchors.BackgroundInstall | None = None) -> ServiceRun:
-    """The layer's two boots. `loader`: scx_loader's install already started (gate_runner starts
-    it beside the gate's VM); None installs it here when missing."""
-    from .runner import _run_dir
+@dataclass
+class Prepared:
+    """What both boots need, built before either starts: the kernel, the image, the initramfs."""
+    started: float
+    kinfo: object
+    mode: str
+    image: Path
+    base: Path
 
+
+def prepare_service_layer(kernel: str = "default", accel: str = "tcg-single",
+                          loader: anchors.BackgroundInstall | None = None) -> Prepared:
+    """Everything that writes the shared caches (kernel, image, scx_loader, initramfs): done
+    before the boots, so they can run beside another VM that reads those caches. `loader`:
+    scx_loader's install already started (gate_runner starts it beside the gate's VM); None
+    installs it here when missing."""
     started = time.monotonic()
     kinfo = ensure_kernel(kernel)
     mode = accel_mod.resolve(accel, kinfo.vmlinuz_path)
@@ -272,15 +281,24 @@ def run_service_layer(cpus: int = 2, kernel: str = "default", accel: str = "tcg-
     loader_bin = loader.wait() if loader else anchors.install(anchors.LOADER)
     base = initramfs.build_base(kinfo.version, kinfo.config_path, payload_files(binary, loader_bin),
                                 init=SERVICE_INIT)
+    return Prepared(started, kinfo, mode, image, base)
+
+
+def boot_service_layer(prep: Prepared, cpus: int = 2, mem_mb: int = 2048,
+                       echo: bool = True) -> ServiceRun:
+    """The layer's two boots, on what prepare_service_layer() built."""
+    from .runner import _run_dir
+
     _, log_path = _run_dir(None, "service-" + secrets.token_hex(4))
     run_dir = log_path.parent
-    run = ServiceRun(rc=1, kernel=kinfo.version, accel=mode, duration_s=0.0, image=image,
-                     out_dir=run_dir)
+    run = ServiceRun(rc=1, kernel=prep.kinfo.version, accel=prep.mode, duration_s=0.0,
+                     image=prep.image, out_dir=run_dir)
     with tempfile.TemporaryDirectory(prefix="pandemonium-service-") as tmp_name:
         tmp = Path(tmp_name)
-        disk = rootfs.run_copy(image, tmp / "root.ext4")
+        disk = rootfs.run_copy(prep.image, tmp / "root.ext4")
         for phase in PHASES:
-            res = _boot_phase(phase, base, disk, tmp, kinfo, mode, cpus, mem_mb, run_dir, echo)
+            res = _boot_phase(phase, prep.base, disk, tmp, prep.kinfo, prep.mode, cpus, mem_mb,
+                              run_dir, echo)
             run.phases.append(res)
             for c in res.checks:
                 log.info("service %s: %s %s: %s", phase, "PASS" if c.ok else "FAIL", c.name,
@@ -290,7 +308,15 @@ def run_service_layer(cpus: int = 2, kernel: str = "default", accel: str = "tcg-
             if not res.passed:
                 break
     run.rc = 0 if len(run.phases) == len(PHASES) and all(p.passed for p in run.phases) else 1
-    run.duration_s = time.monotonic() - started
+    run.duration_s = time.monotonic() - prep.started
     log.info("service layer: %s in %.0f s (image %s); logs in %s",
-             "PASS" if run.rc == 0 else "FAIL", run.duration_s, image.name, run_dir)
+             "PASS" if run.rc == 0 else "FAIL", run.duration_s, prep.image.name, run_dir)
     return run
+
+
+def run_service_layer(cpus: int = 2, kernel: str = "default", accel: str = "tcg-single",
+                      mem_mb: int = 2048, echo: bool = True,
+                      loader: anchors.BackgroundInstall | None = None) -> ServiceRun:
+    """The layer's two boots, after what they need (see prepare_service_layer())."""
+    prep = prepare_service_layer(kernel, accel, loader)
+    return boot_service_layer(prep, cpus, mem_mb, echo)
