@@ -185,6 +185,28 @@ def test_rt_starvation_without_the_ext_server_is_a_kernel_limit(tmp_path):
     assert "| rt-hog | KL | - |" in pivot and "| hogs | - | - |" in pivot
 
 
+def test_a_final_stop_reporting_the_last_workloads_kernel_limit_is_one(tmp_path):
+    """stressng-mutex ejected the scheduler (RT starvation, no ext DL server) and ended; the
+    final stop then exits 1, the ejection reported once more: a kernel limit, not unexpected."""
+    lines = ["kernel release=6.18 ext_server=0 rt_runtime_us=950000",
+             "[4.2] pandemonium-stress: begin hogs", _cell("hogs"),
+             "[20.0] pandemonium-stress: begin stressng-mutex", STALL,
+             _cell("stressng-mutex", sched_alive="1"), "final stop=1 starts=1 state=disabled"]
+    console = tmp_path / "vm-console.log"
+    console.write_text("\n".join(lines) + "\n")
+    cells, problems, limits = read_run(None, "6.18", 4, "no-adaptive", ["hogs", "stressng-mutex"],
+                                       5, 0, console=console, rt_workloads=wl.RT_WORKLOADS)
+    assert cells[1].kernel_limit and problems == []
+    assert limits == ["final stop: exit status 1 (after stressng-mutex)"]
+    run = Run("6.18", 4, "no-adaptive", 0, 60.0, cells, problems, kernel_limits=limits)
+    assert unexpected_count([run]) == 0
+    # The same exit after a workload that is no kernel limit stays unexpected.
+    console.write_text("\n".join(lines[:3] + ["final stop=1"]) + "\n")
+    _, problems, limits = read_run(None, "6.18", 4, "no-adaptive", ["hogs"], 5, 0,
+                                   console=console, rt_workloads=wl.RT_WORKLOADS)
+    assert problems == ["final stop: exit status 1"] and limits == []
+
+
 def test_rt_starvation_with_the_ext_server_stays_unexpected(tmp_path):
     cells, problems, limits = _rt_run(tmp_path, "1")
     assert len(cells[1].unexpected) == 2 and cells[1].kernel_limit == []

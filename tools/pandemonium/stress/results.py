@@ -236,4 +236,12 @@ def read_run(results: Path | None, kernel: str, cpus: int, mode: str, workloads:
         run_limits = [f"{p} (in {unfinished[0].workload})" for p in run_problems
                       if not p.startswith("scheduler hung")]
         run_problems = [p for p in run_problems if p.startswith("scheduler hung")]
+    # The last workload ran to its end but was a kernel limit that ejected the scheduler: the
+    # final stop's exit status is that ejection's, reported by the exiting scheduler, not a
+    # second failure.
+    ran = [c for c in cells if c.workload in kv_cells]
+    if not unfinished and ran and ran[-1].kernel_limit:
+        stop = [p for p in run_problems if p.startswith("final stop: exit status")]
+        run_limits += [f"{p} (after {ran[-1].workload})" for p in stop]
+        run_problems = [p for p in run_problems if p not in stop]
     return cells, run_problems, run_limits
