@@ -293,7 +293,14 @@ run_cell() {
     salive=0
     if [ -n "$SPID" ] && alive $SPID; then salive=1; fi
     sexit=-
-    if [ $salive = 0 ] && [ -n "$SPID" ]; then wait $SPID; sexit=$?; SPID=; fi
+    if [ $salive = 0 ] && [ -n "$SPID" ]; then
+        wait $SPID
+        sexit=$?
+        SPID=
+        # What the scheduler said since this workload began (its exit reason and dump) also on
+        # the console: a guest that wedges in a later workload never returns /results.
+        sed -n "/^@@ begin $W\$/,\$p" $SLOG | sed 's/^/sched-log: /'
+    fi
     [ "$W" = scxci ] && sexit=$CI_RC
     note "end $W"
     # Also on the console: if the guest wedges, /results never reaches the host, the console does.
