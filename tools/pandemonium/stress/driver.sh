@@ -299,7 +299,7 @@ run_cell() {
         SPID=
         # What the scheduler said since this workload began (its exit reason and dump) also on
         # the console: a guest that wedges in a later workload never returns /results.
-        sed -n "/^@@ begin $W\$/,\$p" $SLOG | sed 's/^/sched-log: /'
+        sed -n "/^@@ begin $W\$/,\$s/^/sched-log: /p" $SLOG
     fi
     [ "$W" = scxci ] && sexit=$CI_RC
     note "end $W"

@@ -229,19 +229,19 @@ def read_run(results: Path | None, kernel: str, cpus: int, mode: str, workloads:
     elif not final:
         run_problems.append("the driver did not finish")
     run_problems += host_problems
-    # The run ended inside an RT workload whose cell is a kernel limit: so is the ending.
+    # Where the run ended in a workload whose cell is a kernel limit, so is the ending: inside an
+    # RT workload, everything but a hang on the final stop; after one that ran to its end and
+    # ejected the scheduler, the final stop's exit status, which reports that ejection again.
     unfinished = [c for c in cells if c.workload not in kv_cells]
-    run_limits: list[str] = []
-    if unfinished and unfinished[0].kernel_limit:
-        run_limits = [f"{p} (in {unfinished[0].workload})" for p in run_problems
-                      if not p.startswith("scheduler hung")]
-        run_problems = [p for p in run_problems if p.startswith("scheduler hung")]
-    # The last workload ran to its end but was a kernel limit that ejected the scheduler: the
-    # final stop's exit status is that ejection's, reported by the exiting scheduler, not a
-    # second failure.
     ran = [c for c in cells if c.workload in kv_cells]
-    if not unfinished and ran and ran[-1].kernel_limit:
-        stop = [p for p in run_problems if p.startswith("final stop: exit status")]
-        run_limits += [f"{p} (after {ran[-1].workload})" for p in stop]
-        run_problems = [p for p in run_problems if p not in stop]
+    if unfinished:
+        last, where = unfinished[0], "in"
+        moves = [p for p in run_problems if not p.startswith("scheduler hung")]
+    else:
+        last, where = (ran[-1] if ran else None), "after"
+        moves = [p for p in run_problems if p.startswith("final stop: exit status")]
+    run_limits: list[str] = []
+    if last and last.kernel_limit:
+        run_limits = [f"{p} ({where} {last.workload})" for p in moves]
+        run_problems = [p for p in run_problems if p not in moves]
     return cells, run_problems, run_limits
