@@ -227,10 +227,10 @@ impl Stats {
     /// Adds `o` counter by counter (per-CPU map values are summed this way); the latency maximum
     /// is the one field that takes the max instead.
     pub fn accumulate(&mut self, o: &Stats) {
-        const WORDS: usize = size_of::<Stats>() / 8;
         let max = self.wake_lat_max_ns.max(o.wake_lat_max_ns);
-        let a: &mut [u64; WORDS] = bytemuck::cast_mut(self);
-        let b: &[u64; WORDS] = bytemuck::cast_ref(o);
+        // Slices, not arrays: bytemuck implements Pod for arrays of a few lengths only.
+        let a: &mut [u64] = bytemuck::cast_slice_mut(std::slice::from_mut(self));
+        let b: &[u64] = bytemuck::cast_slice(std::slice::from_ref(o));
         for (x, y) in a.iter_mut().zip(b) {
             *x = x.wrapping_add(*y);
         }

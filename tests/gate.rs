@@ -27,7 +27,8 @@ fn layer_load() {
 
 /// CPU hotplug under hogs, the way `bench-stress`'s hotplug workload runs it: the highest CPU
 /// goes offline for a second and comes back for a second, HOTPLUG_CYCLES times in one attach,
-/// beside CPU count + 2 busy loops and a light periodic task. On 6.18 a hog whose runqueue was
+/// beside CPU count + 2 busy loops, 2 busy loops pinned to that CPU whenever it is online, and a
+/// light periodic task. On 6.18 a hog whose runqueue was
 /// the dying CPU's stayed in a shared DSQ that only the other CPUs served, behind their own hogs:
 /// the watchdog ejected the scheduler, or the offline never finished (README "Hotplug"). Also
 /// the cycles that once left a stranded irq_work behind, and proof that no placement ever
@@ -48,7 +49,7 @@ fn layer_hotplug() {
 
     let before = maps::read_stats();
     let mut mix = Mix::new();
-    mix.hogs(nr + 2).sleeper(
+    mix.hogs(nr + 2).pinned_hogs(2, hot as usize).sleeper(
         "monitor",
         Duration::from_millis(3),
         Duration::from_micros(200),
@@ -81,10 +82,15 @@ fn layer_hotplug() {
         }
         done < steps || t < last_step + HOTPLUG_DWELL
     });
-    let placed = maps::read_stats().nr_offline_placements - before.nr_offline_placements;
+    let after = maps::read_stats();
+    let placed = after.nr_offline_placements - before.nr_offline_placements;
     eprintln!(
         "gate hotplug: {HOTPLUG_CYCLES} cycles of cpu{hot}, slowest step {slowest:?}; rank walks \
-         skipped it {skips} times, {placed} placements on it"
+         skipped it {skips} times, {placed} placements on it; going offline, {} slices kept \
+         and {} kicks for work in its local queue; {} unserved queues rescued",
+        after.nr_offline_keeps - before.nr_offline_keeps,
+        after.nr_offline_kicks - before.nr_offline_kicks,
+        after.nr_stranded_rescues - before.nr_stranded_rescues
     );
     assert_eq!(
         online_cpus(),

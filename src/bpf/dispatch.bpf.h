@@ -126,6 +126,43 @@ static __always_inline bool move_pcpu(s32 cpu)
 	return move_shared(cpu, &cpu_ctx(cpu)->pcpu_since);
 }
 
+/*
+ * Moves every task of @dsq whose runqueue is @cpu's into @cpu's local DSQ (see cpu_offline()),
+ * then restarts the DSQ's age as a dispatch that took work from it would.
+ */
+static __always_inline void evict_to_local(u64 dsq, u64 *since, s32 cpu)
+{
+	struct task_struct *p;
+	bool moved = false;
+
+	if (scx_bpf_dsq_nr_queued(dsq) <= 0)
+		return;
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		if (scx_bpf_task_cpu(p) == cpu &&
+		    scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0))
+			moved = true;
+	}
+	if (moved)
+		refresh_since(dsq, since);
+}
+
+/*
+ * stranded_scan() (main.bpf.c) found @stranded_cpu's own DSQ unserved: see there. A global
+ * function, verified once on its own: inlined at the head of the waterfall, its DSQ walk would be
+ * verified again along every path of the waterfall after it.
+ */
+__noinline int rescue_stranded(void)
+{
+	s32 c = stranded_cpu;
+
+	if (c < 0 || __sync_val_compare_and_swap(&stranded_cpu, c, -1) != c)
+		return 0;
+	evict_to_local(c & (MAX_CPUS - 1), &cpu_ctx(c)->pcpu_since, c);
+	scx_bpf_kick_cpu(c, SCX_KICK_IDLE);
+	STAT_INC(nr_stranded_rescues);
+	return 1;
+}
+
 /* Tasks stranded in the per-CPU DSQ of a CPU that went offline are pulled by any live CPU. */
 static __always_inline bool drain_offline(void)
 {
@@ -257,6 +294,7 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 		cpu_ctx(cpu)->owe_local = 1;
 		return DISP_STARVATION_RESCUE;
 	}
+	rescue_stranded();
 	if (drain_offline())
 		return DISP_DRAIN_OFFLINE;
 	if (prev && keep_prev(prev, cpu, node, k, tp))

@@ -199,6 +199,9 @@ struct pandemonium_stats {
 	u64 nr_rank_offline_skips;
 	u64 nr_pinned;
 	u64 nr_offline_placements;
+	u64 nr_offline_keeps;
+	u64 nr_offline_kicks;
+	u64 nr_stranded_rescues;
 	u64 l2_hit[NR_TIERS];
 	u64 l2_miss[NR_TIERS];
 	u64 wake_lat_sum_ns;

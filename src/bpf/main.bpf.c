@@ -461,6 +461,50 @@ static __always_inline void update_longrun(struct topo_params *tp, u64 now)
 		longrun_mode = on;
 }
 
+/*
+ * Queues that no CPU will serve, found by whichever CPU ticks first every STRAND_SCAN_NS (one
+ * load and compare per tick on the others). Two cases:
+ * - A CPU going offline (past cpu_offline()) is idle while its local DSQ holds work. The kernel
+ *   no longer calls enqueue() or dispatch() there, so nothing of ours would make it look, and a
+ *   per-CPU kthread left in that DSQ (the hotplug thread itself) waited there until the
+ *   watchdog ejected us. It is kicked. kick_cpu() skips such a CPU because it guards the IPIs
+ *   sent from one; kicking one is safe.
+ * - A CPU's own DSQ has not been served for STRANDED_NS. The kernel stops calling dispatch() on
+ *   a CPU as soon as it goes inactive, well before cpu_offline() (sched_cpu_deactivate() waits
+ *   for an RCU grace period between the two), so tasks pinned there wait in our DSQ. One that
+ *   was preempted inside an RCU read-side section (a thread pinned to that CPU, in
+ *   sched_getaffinity()) then holds up the very grace period the offline waits for: the offline
+ *   hung until the watchdog ejected us. The next dispatch anywhere moves them into that CPU's
+ *   local DSQ, which the kernel serves (or, for an inactive CPU, into the global DSQ that CPU
+ *   still consumes, and the kernel pushes them on from there).
+ */
+#define STRAND_SCAN_NS (10 * MSEC_NS)
+#define STRANDED_NS (250 * MSEC_NS)
+
+static __always_inline void stranded_scan(u64 now)
+{
+	u64 at = strand_scan_at, since;
+	u32 i;
+
+	if (now - at < STRAND_SCAN_NS || __sync_val_compare_and_swap(&strand_scan_at, at, now) != at)
+		return;
+	bpf_for(i, 0, MAX_CPUS) {
+		if (i >= nr_cpu_ids_ro)
+			break;
+		if (cpu_ctx(i)->drain) {
+			if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | i) > 0) {
+				scx_bpf_kick_cpu(i, SCX_KICK_IDLE);
+				STAT_INC(nr_offline_kicks);
+			}
+			continue;
+		}
+		since = cpu_ctx(i)->pcpu_since;
+		if (since && now - since >= STRANDED_NS && stranded_cpu < 0 &&
+		    scx_bpf_dsq_nr_queued(i) > 0)
+			stranded_cpu = i;
+	}
+}
+
 void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
@@ -475,6 +519,22 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 		update_longrun(tp, now);
 		codel_step(tp);
 	}
+	/*
+	 * Past cpu_offline() only per-CPU kthreads (the hotplug thread among them) and
+	 * migration-disabled tasks run here, and the kernel no longer calls enqueue(). When such a
+	 * task's slice ends with nothing else queued, 6.18 requeues it in this CPU's local DSQ for
+	 * our SCX_ENQ_LAST without rescheduling and the CPU goes idle past it: the unplug then hung
+	 * until the watchdog ejected us. Here a slice does not end; the task runs until it blocks.
+	 */
+	if (!cpu_ctx(cpu)->online) {
+		if (p->scx.slice < SCX_SLICE_DFL) {
+			p->scx.slice = SCX_SLICE_DFL;
+			STAT_INC(nr_offline_keeps);
+		}
+		return;
+	}
+	/* Not from a CPU past cpu_offline(): its kicks could strand an irq_work (kick_cpu()). */
+	stranded_scan(now);
 	if (tctx && tctx->cgid && bw_charge_task(tctx, now)) {
 		p->scx.slice = 0;
 		return;
@@ -639,26 +699,6 @@ void BPF_STRUCT_OPS(pandemonium_cpu_online, s32 cpu)
 void BPF_STRUCT_OPS(pandemonium_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
 	scx_bpf_reenqueue_local();
-}
-
-/*
- * Moves every task of @dsq whose runqueue is @cpu's into @cpu's local DSQ (see cpu_offline()),
- * then restarts the DSQ's age as a dispatch that took work from it would.
- */
-static __always_inline void evict_to_local(u64 dsq, u64 *since, s32 cpu)
-{
-	struct task_struct *p;
-	bool moved = false;
-
-	if (scx_bpf_dsq_nr_queued(dsq) <= 0)
-		return;
-	bpf_for_each(scx_dsq, p, dsq, 0) {
-		if (scx_bpf_task_cpu(p) == cpu &&
-		    scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0))
-			moved = true;
-	}
-	if (moved)
-		refresh_since(dsq, since);
 }
 
 void BPF_STRUCT_OPS(pandemonium_cpu_offline, s32 cpu)

@@ -143,6 +143,14 @@ u64 vtime_now;
 u32 nr_offline_cpus;
 
 /*
+ * A CPU whose own DSQ has not been served for STRANDED_NS (stranded_scan()), or -1: the next
+ * dispatch on any CPU moves that DSQ's tasks to the CPU's local DSQ (rescue_stranded()).
+ * strand_scan_at: when a tick last scanned.
+ */
+s32 stranded_cpu = -1;
+u64 strand_scan_at;
+
+/*
  * First-insertion timestamps of the shared overflow DSQs, one per node and kind, maintained with
  * CAS so racing CPUs neither lose an age nor reset a fresh one. 0 = empty.
  */

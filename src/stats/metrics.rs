@@ -91,6 +91,12 @@ stats_struct! {
         nr_pinned: u64 = "tasks pinned to one CPU, sent to its local queue", _counter;
         nr_offline_placements: u64 =
             "placements that targeted an offline CPU (must stay 0)", _counter;
+        nr_offline_keeps: u64 =
+            "slices renewed for a kthread still running on a CPU going offline", _counter;
+        nr_offline_kicks: u64 =
+            "CPUs going offline kicked because work waited in their local queue", _counter;
+        nr_stranded_rescues: u64 =
+            "CPU queues left unserved for 250 ms moved to the CPU's local queue", _counter;
         l2_hit: BTreeMap<String, u64> =
             "dispatches that stayed on the task's L2 cache domain, by tier", _counter;
         l2_miss: BTreeMap<String, u64> =
@@ -205,6 +211,9 @@ impl PandemoniumMetrics {
             nr_rank_offline_skips: st.nr_rank_offline_skips,
             nr_pinned: st.nr_pinned,
             nr_offline_placements: st.nr_offline_placements,
+            nr_offline_keeps: st.nr_offline_keeps,
+            nr_offline_kicks: st.nr_offline_kicks,
+            nr_stranded_rescues: st.nr_stranded_rescues,
             l2_hit: by_tier(|t| Some(st.l2_hit[t])),
             l2_miss: by_tier(|t| Some(st.l2_miss[t])),
             wake_lat_sum_ns: st.wake_lat_sum_ns,

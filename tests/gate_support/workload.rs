@@ -153,6 +153,31 @@ impl Mix {
         self
     }
 
+    /// `n` busy loops named `pinnedN` that keep themselves pinned to `cpu`: the kernel breaks
+    /// the pin when `cpu` goes offline, and each one pins itself again as soon as it can, so
+    /// every unplug of `cpu` finds tasks whose only CPU is going away (bench-stress's hotplug
+    /// workload re-pins its workers before each unplug for the same reason).
+    pub fn pinned_hogs(&mut self, n: usize, cpu: usize) -> &mut Self {
+        for i in 0..n {
+            self.spawn(format!("pinned{i}"), move |p, stop, epoch| {
+                let mut x = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    if !pinned_to(cpu) {
+                        // Refused while `cpu` is offline; the next round tries again.
+                        let _ = pin_to(cpu);
+                    }
+                    for _ in 0..SPIN_ITERS {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
+                    }
+                    p.tick(epoch);
+                }
+            });
+        }
+        self
+    }
+
     /// A named busy loop (thread names become the kernel's comm).
     pub fn named_hog(&mut self, name: &str) -> &mut Self {
         self.spawn(name.into(), spin);
@@ -236,6 +261,32 @@ impl Mix {
                 worst_gap: Duration::from_nanos(w.worst_gap_ns.load(Ordering::Relaxed)),
             })
             .collect()
+    }
+}
+
+/// Whether the calling thread may run on `cpu` alone.
+fn pinned_to(cpu: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set, and the call writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) == 0
+            && libc::CPU_COUNT(&set) == 1
+            && libc::CPU_ISSET(cpu, &set)
+    }
+}
+
+/// Pins the calling thread to `cpu`; fails while `cpu` is offline.
+fn pin_to(cpu: usize) -> std::io::Result<()> {
+    // SAFETY: as in pinned_to(); the set holds `cpu` alone.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 
