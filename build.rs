@@ -4,18 +4,19 @@
 // it compiles src/bpf/main.bpf.c into the libbpf-rs skeleton (OUT_DIR/bpf_skel.rs, types BpfSkel
 // and BpfSkelBuilder) and runs bindgen over src/bpf/intf.h (OUT_DIR/bpf_intf.rs, which
 // src/bpf_intf.rs includes). Around it, what the builder does not do:
-//   1. find a clang >= 18 (build_support/clang.rs: BPF_CLANG, else the newest clang-N on PATH,
+//   1. find a clang >= 18 (src/build_support/clang.rs: BPF_CLANG, else the newest clang-N on PATH,
 //      else clang) and hand it to the builder through BPF_CLANG: alone it runs plain `clang`,
 //      which on Debian and Ubuntu is often missing or too old;
 //   2. GNU C23: -std=gnu23 goes in through the builder's cflags (bindgen gets the same), but C23
-//      rejects the bool/true/false declarations of vmlinux.h, so build_support/vmlinux.rs writes
-//      a patched copy that shadows the bundled one on the include path;
+//      rejects the bool/true/false declarations of vmlinux.h, so src/build_support/vmlinux.rs
+//      writes a patched copy that shadows the bundled one on the include path;
 //   3. mirror the builder's headers into include/scx/ for editors where .gitignore expects them
-//      (build_support/header_mirror.rs);
+//      (src/build_support/header_mirror.rs);
 //   4. record the clang, vmlinux.h origin, commit and target for --version.
 //
-// export_scx.py copies this file and build_support/ unchanged into the scx monorepo: there the
-// scx_cargo path dependency supplies the monorepo's own headers through the same calls.
+// export_scx.py copies this file and src/build_support/ unchanged into the scx monorepo: there
+// the scx_cargo path dependency supplies the monorepo's own headers through the same calls.
+// src/build_support/ holds build-script code only: no crate target declares it as a module.
 
 use anyhow::{Context, Result, bail};
 use std::env;
@@ -23,13 +24,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[path = "build_support/clang.rs"]
+#[path = "src/build_support/clang.rs"]
 mod clang;
-#[path = "build_support/header_mirror.rs"]
+#[path = "src/build_support/header_mirror.rs"]
 mod header_mirror;
-#[path = "build_support/packages.rs"]
+#[path = "src/build_support/packages.rs"]
 mod packages;
-#[path = "build_support/vmlinux.rs"]
+#[path = "src/build_support/vmlinux.rs"]
 mod vmlinux;
 
 const BPF_SRC: &str = "src/bpf/main.bpf.c";
@@ -80,7 +81,7 @@ fn build() -> Result<()> {
     if gitignore.is_some() {
         println!("cargo:rerun-if-changed=.gitignore");
     }
-    for entry in fs::read_dir("build_support")? {
+    for entry in fs::read_dir("src/build_support")? {
         println!("cargo:rerun-if-changed={}", entry?.path().display());
     }
     // --version names the commit: rerun when HEAD moves or the branch it names advances.

@@ -2,16 +2,16 @@
 """Export scx_pandemonium into a sched-ext/scx monorepo checkout as scheds/rust/scx_pandemonium.
 
 What lands in SCX_DIR/scheds/rust/scx_pandemonium/:
-  src/, tests/ (Rust only: not the Python tests or their fixtures), examples/, build_support/,
-  build.rs, README.md, LICENSE  copied as they are: the monorepo builds with our own build.rs,
-              its scx_cargo path dependency supplying the monorepo's sched_ext headers
+  src/ (src/build_support/ and src/examples/ with it), tests/ (Rust only: not the Python tests or
+  their fixtures), build.rs, README.md, LICENSE  copied as they are: the monorepo builds with our
+              own build.rs, its scx_cargo path dependency supplying the monorepo's sched_ext headers
   Cargo.toml  rewritten: monorepo crates (scx_utils, scx_stats, scx_stats_derive, scx_cargo) as
               path dependencies when the checkout has them (or `workspace = true` when its root
               declares them), libbpf-rs aligned with the monorepo's scx_utils, [profile.*]
               dropped (only the workspace root's profiles apply)
 and the crate is registered in the root Cargo.toml's [workspace] members (kept sorted if it is).
 Not exported: target/, include/scx/, .ci/, .gitignore (so build.rs leaves the monorepo's source
-tree alone: build_support/header_mirror.rs), the Python tools (tools/, *.py), Cargo.lock.
+tree alone: src/build_support/header_mirror.rs), the Python tools (tools/, *.py), Cargo.lock.
 
 Files are staged in a temporary directory and formatted there with `cargo fmt` (with the
 checkout's rustfmt.toml) before anything is compared, so a second run changes nothing. Only files
@@ -37,7 +37,7 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent
 CRATE = "scx_pandemonium"
 MEMBER = f"scheds/rust/{CRATE}"
-COPY_DIRS = ("src", "tests", "examples", "benches", "build_support")
+COPY_DIRS = ("src", "tests", "benches")
 COPY_FILES = ("build.rs", "README.md", "LICENSE", "COPYING")
 EXCLUDE_PREFIXES = ("tests/fixtures/",)
 EXCLUDE_PARTS = {"__pycache__", ".pytest_cache", "target"}

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The pure parts of build.rs (build_support/): choosing a clang, the system package table,
+//! The pure parts of build.rs (src/build_support/): choosing a clang, the system package table,
 //! when the header mirror is written, and the C23 patch of vmlinux.h. Build scripts have no test harness of their own, so the
 //! same files are compiled in here.
 
-#[path = "../build_support/clang.rs"]
+#[path = "../src/build_support/clang.rs"]
 mod clang;
-#[path = "../build_support/header_mirror.rs"]
+#[path = "../src/build_support/header_mirror.rs"]
 mod header_mirror;
-#[path = "../build_support/packages.rs"]
+#[path = "../src/build_support/packages.rs"]
 mod packages;
 // Only patch_for_c23 is pure; prepare() reads the machine's kernel BTF.
 #[allow(dead_code)]
-#[path = "../build_support/vmlinux.rs"]
+#[path = "../src/build_support/vmlinux.rs"]
 mod vmlinux;
 
 use std::collections::HashMap;

@@ -145,7 +145,7 @@ def test_export_files_and_member(scx):
     assert (out / "src/main.rs").is_file() and (out / "tests/cli.rs").is_file()
     # not exported
     for rel in ("target", "include", "tests/vm", ".ci", "Cargo.lock", "pandemonium.py",
-                "export_scx.py", "systemd", "packaging", ".gitignore"):
+                "export_scx.py", "systemd", "tools", ".gitignore"):
         assert not (out / rel).exists(), rel
     assert not [p for p in out.rglob("*.py")]
     # registered, in sorted position, other members untouched
@@ -169,6 +169,10 @@ def test_exported_manifest_with_registry_deps(scx):
     assert got["dependencies"] == ours["dependencies"]
     assert got.get("dev-dependencies") == ours.get("dev-dependencies")
     assert got["lib"] == ours["lib"] and got["bin"] == ours["bin"]
+    # every target's file is exported with it (src/bin/, src/examples/)
+    assert got["example"] == ours["example"]
+    out = scx / "scheds/rust/scx_pandemonium"
+    assert all((out / t["path"]).is_file() for t in [*got["bin"], *got["example"]])
 
 
 def test_exported_manifest_uses_monorepo_crates(scx_with_crates):
@@ -200,8 +204,9 @@ def test_build_rs_and_build_support_are_ours_unchanged(scx):
     assert run(str(scx)).returncode == 0
     out = scx / "scheds/rust/scx_pandemonium"
     ours = ["build.rs", *(p.relative_to(ROOT).as_posix()
-                          for p in sorted((ROOT / "build_support").iterdir()) if p.is_file())]
-    assert "build_support/clang.rs" in ours and "build_support/system_packages.tsv" in ours
+                          for p in sorted((ROOT / "src/build_support").iterdir()) if p.is_file())]
+    assert "src/build_support/clang.rs" in ours
+    assert "src/build_support/system_packages.tsv" in ours
     for rel in ours:
         assert (out / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
     # every env! the crate reads at compile time is provided by that build.rs

@@ -1,4 +1,4 @@
-"""build_support/system_packages.tsv as the Python tools read it: the table, the hint every
+"""src/build_support/system_packages.tsv as the Python tools read it: the table, the hint every
 "missing ..." message uses, presence checks, and which clang counts as usable."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_no_message_spells_out_an_apt_command_of_its_own():
     spelled_out = re.compile(r"(apt-get install|pacman -S|dnf install) [\w-]")
     offenders = []
     for path in [*ROOT.glob("*.py"), *ROOT.glob("tools/**/*.py"), *ROOT.glob("tests/**/*.py"),
-                 ROOT / "build.rs", *ROOT.glob("build_support/*.rs")]:
+                 ROOT / "build.rs", *ROOT.glob("src/build_support/*.rs")]:
         if path.name.startswith("test_"):
             continue
         for no, line in enumerate(path.read_text().splitlines(), 1):

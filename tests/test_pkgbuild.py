@@ -1,6 +1,6 @@
-"""packaging/arch/PKGBUILD, read by bash as makepkg reads it (no pacman needed): its fields, the
-files package() installs, and build()/package() run against this checkout's existing release build
-(a no-op cargo build; skipped when there is no build)."""
+"""tools/packaging/arch/PKGBUILD, read by bash as makepkg reads it (no pacman needed): its fields,
+the files package() installs, and build()/package() run against this checkout's existing release
+build (a no-op cargo build; skipped when there is no build)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tools.pandemonium.common import cargo_target_dir, tools_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 
-PKGBUILD = ROOT / "packaging/arch/PKGBUILD"
+PKGBUILD = ROOT / "tools/packaging/arch/PKGBUILD"
 SCALARS = ("pkgname", "_crate", "pkgver", "pkgrel", "pkgdesc")
 ARRAYS = ("arch", "license", "depends", "makedepends", "provides", "conflicts", "backup",
           "options", "source", "sha256sums")
@@ -86,7 +86,7 @@ def test_fields(pkg):
 
 
 def test_every_build_tool_of_the_package_table_is_a_dependency(pkg):
-    """build_support/system_packages.tsv's build group, by pacman name: depends, makedepends or
+    """src/build_support/system_packages.tsv's build group, by pacman name: depends, makedepends or
     base-devel."""
     needed = set(pkgs.packages(pkgs.group("build"), "pacman"))
     assert needed <= set(pkg["depends"]) | set(pkg["makedepends"]) | BASE_DEVEL, needed

@@ -205,10 +205,12 @@ def test_payload_holds_the_scheduler_checks_units_and_tools(tmp_path):
                  "/payload/src/pandemonium.py", "/payload/src/tools/pandemonium/install.py",
                  "/payload/src/systemd/pandemonium.service",
                  "/payload/src/systemd/pandemonium.default",
-                 "/payload/src/build_support/system_packages.tsv",
+                 "/payload/src/src/build_support/system_packages.tsv",
                  "/payload/src/tools/pandemonium/vm/service.py"):
         assert need in files, need
     assert not any("__pycache__" in g or g.endswith(".pyc") for g in files)
+    assert "/payload/src/tools/__init__.py" in files
+    assert not any(g.startswith("/payload/src/tools/packaging/") for g in files)
     assert "/payload/bin/pandemonium-tools" not in files  # none built beside this scheduler
     (tmp_path / "pandemonium-tools").write_bytes(b"\x7fELF")
     files = {f.guest: f.host for f in service.payload_files(binary)}

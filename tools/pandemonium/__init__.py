@@ -2,7 +2,7 @@
 
 cli.py           the command line: build, run, test and vm, and every other part's subcommands
 common.py        logging, errors, paths (project root, cache, target dir), sched_ext state
-packages.py      build_support/system_packages.tsv: missing tools, install hints, the clang
+packages.py      src/build_support/system_packages.tsv: missing tools, install hints, the clang
 build.py         installing missing packages, cargo, where the binaries are
 install.py       install, uninstall, status, clean, rebuild (attached.py, coexist.py: which
                  scx_pandemonium runs, and which one each systemd unit would start)

@@ -1,7 +1,7 @@
 """Building scx_pandemonium: the system packages it needs, cargo, and locating what cargo built.
 
 Standard library only. Package installation happens only as root, with apt-get, and only for what
-is missing; elsewhere the missing packages are named (build_support/system_packages.tsv).
+is missing; elsewhere the missing packages are named (src/build_support/system_packages.tsv).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ GUEST_GATE = "/usr/local/bin/gate"
 # `service` boots a Debian image with systemd as PID 1 (tools/pandemonium/vm/service.py). full_gate
 # includes them.
 HOST_LAYERS = ("service",)
-# The interactive layer runs the field's standard tools in the guest (build_support/
+# The interactive layer runs the field's standard tools in the guest (src/build_support/
 # system_packages.tsv names their packages).
 GUEST_TOOLS = ["cyclictest", "hackbench"]
 # full_gate runs ~10 min of guest time at 2 vCPUs under TCG (trust and admin ~2 min each); a

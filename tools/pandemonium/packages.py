@@ -1,8 +1,8 @@
-"""The system package table (build_support/system_packages.tsv): which tools are missing here, and
-which package brings each one on apt, pacman and dnf systems.
+"""The system package table (src/build_support/system_packages.tsv): which tools are missing here,
+and which package brings each one on apt, pacman and dnf systems.
 
-build.rs reads the same table (build_support/packages.rs, build_support/clang.rs): its clang row
-names the clang versions both sides look for. Standard library only.
+build.rs reads the same table (src/build_support/packages.rs, src/build_support/clang.rs): its
+clang row names the clang versions both sides look for. Standard library only.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .common import PROJECT_ROOT, PandemoniumError
 
-TABLE = PROJECT_ROOT / "build_support" / "system_packages.tsv"
+TABLE = PROJECT_ROOT / "src" / "build_support" / "system_packages.tsv"
 COLUMNS = ("tool", "check", "group", "apt", "pacman", "dnf")
 GROUPS = ("build", "vm", "bench", "extra")
 AUR = "aur:"
@@ -130,7 +130,7 @@ def packages(tools: list[str], manager: str, table: dict[str, Row] | None = None
 
 
 def install_hint(tools: list[str], table: dict[str, Row] | None = None) -> str:
-    """One indented line per package manager, as build_support/packages.rs writes it."""
+    """One indented line per package manager, as src/build_support/packages.rs writes it."""
     if not tools:
         raise PandemoniumError("install_hint: no tools named")
     pacman = packages(tools, "pacman", table)

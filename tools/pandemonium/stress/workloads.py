@@ -49,7 +49,7 @@ GUEST_MEM_MB = 3072
 
 MODES = {"adaptive": "", "no-adaptive": "--no-adaptive"}
 
-# Host programs the guest needs (build_support/system_packages.tsv names their packages).
+# Host programs the guest needs (src/build_support/system_packages.tsv names their packages).
 GUEST_TOOLS = ["hackbench", "make", "stress-ng"]
 
 # A cell is one (kernel, vCPUs, mode) guest run through every workload; the full run gives each

@@ -53,9 +53,10 @@ LOADER_FILES = {
 PAYLOAD = "/payload"  # in the initramfs; /opt/pandemonium in the root file system
 RUN_CONFIG = "/etc/pandemonium/run.json"
 # What `./pandemonium.py install` needs from the checkout (pandemonium.py imports every
-# subcommand's module).
-CHECKOUT_DIRS = ("tools", "systemd", "build_support")
-CHECKOUT_FILES = ("tests/gate.rs",)  # the gate's layer list, for `test --help`
+# subcommand's module; tests/gate.rs is the gate's layer list, for `test --help`). The package,
+# not all of tools/: makepkg leaves its clone and build of the checkout in tools/packaging/arch/.
+CHECKOUT_DIRS = ("tools/pandemonium", "systemd", "src/build_support")
+CHECKOUT_FILES = ("tools/__init__.py", "tests/gate.rs")
 # Per boot: systemd's boot under TCG takes ~30-60 s, the main phase a few minutes more.
 BOOT_TIMEOUT_S = 1200
 STALL_S = 420
