@@ -294,7 +294,9 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 		cpu_ctx(cpu)->owe_local = 1;
 		return DISP_STARVATION_RESCUE;
 	}
-	rescue_stranded();
+	/* The call only when a scan found one: dispatch() is the hottest path we have. */
+	if (stranded_cpu >= 0)
+		rescue_stranded();
 	if (drain_offline())
 		return DISP_DRAIN_OFFLINE;
 	if (prev && keep_prev(prev, cpu, node, k, tp))
