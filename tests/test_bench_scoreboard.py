@@ -104,6 +104,16 @@ def test_native_header():
     assert "VM benchmark" not in md
 
 
+def test_round_robin_header_warns_of_lock_handoffs():
+    env = {"kernel": "7.3.4", "vcpus": 2}
+    for accel in ("tcg-single", "tcg-icount"):
+        assert "costs milliseconds" in markdown("bench-scale", {**env, "accel": accel}, [], [], [])
+    assert "costs milliseconds" not in markdown("bench-scale", {**env, "accel": "tcg-multi"}, [],
+                                                [], [])
+    one = {"kernel": "7.3.4", "vcpus": 1, "accel": "tcg-single"}
+    assert "costs milliseconds" not in markdown("bench-scale", one, [], [], [])
+
+
 @pytest.mark.parametrize("event,fatal", [
     ("attach-failed c2-i1-bpfland exited (status 1) before sched_ext was enabled: x", False),
     ("attach-failed c2-i1-ext:scx_x not enabled after 240s", False),

@@ -131,6 +131,18 @@ def _last_column(c: Cell) -> str:
     return "; ".join(parts)
 
 
+# One host thread runs every vCPU in turn under these accelerators. A vCPU is switched out
+# wherever it is, a runqueue lock held or not, and one spinning on that lock then waits for the
+# holder's next turn: lock handoffs between CPUs cost what a turn costs.
+ROUND_ROBIN_ACCELS = ("tcg-single", "tcg-icount")
+ROUND_ROBIN_CAVEAT = (
+    "One host thread runs the vCPUs in turn here, so a lock one vCPU holds while the other spins "
+    "on it costs milliseconds, not microseconds: a scheduler that moves tasks between CPUs' "
+    "runqueues more often pays for it far beyond what hardware charges (on 7.3.4 under "
+    "tcg-icount a runqueue-lock wait on cpu1 took 44 ms at the median). Compare such "
+    "schedulers under tcg-multi as well.")
+
+
 def header(env: dict) -> str:
     if env.get("native"):
         return (f"Native run on this machine (kernel {env.get('kernel', '?')}, "
@@ -139,9 +151,13 @@ def header(env: dict) -> str:
     boots = env.get("boots") or 1
     within = ("within one boot; the guest crashed and this run took "
               f"{boots} boots (see the notes)" if boots > 1 else "within this boot")
-    return (f"VM benchmark (QEMU {env.get('accel', '?')}, {env.get('vcpus', '?')} vCPUs booted, "
+    text = (f"VM benchmark (QEMU {env.get('accel', '?')}, {env.get('vcpus', '?')} vCPUs booted, "
             f"kernel {env.get('kernel', '?')}): guest timings are 5-12x slower than bare metal "
             f"and are only comparable with each other, {within}.")
+    vcpus = env.get("vcpus")
+    if env.get("accel") in ROUND_ROBIN_ACCELS and isinstance(vcpus, int) and vcpus > 1:
+        text += " " + ROUND_ROBIN_CAVEAT
+    return text
 
 
 def cost_table(cells: list[Cell]) -> str:
