@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use scx_pandemonium::topology::{
     Live, SmtNumbering, SpectralRoute, Spectrum, SyntheticLayout, Topology, TopologyModel,
-    TopologySource, format_cpu_list,
+    TopologySource, write_sysfs_tree,
 };
 
 /// Repeats small cases so their timings are not pure noise.
@@ -41,73 +41,13 @@ fn layout(packages: u32, l3s: u32, cores: u32, threads: u32) -> SyntheticLayout 
     }
 }
 
-fn put(root: &Path, rel: &str, content: &str) {
-    let path = root.join(rel);
-    fs::create_dir_all(path.parent().expect("nested path")).expect("mkdir");
-    fs::write(path, content).expect("write");
-}
-
-/// Minimal sysfs tree for `t`: enough files for detection to take every
-/// non-fallback path.
+/// The tests' generated sysfs tree for `t`, written under `root`.
 fn write_sysfs(root: &Path, t: &Topology) {
-    let list = |cpus: &[u32]| format!("{}\n", format_cpu_list(cpus));
-    let group = |groups: &[Vec<u32>], cpu: u32| {
-        groups
-            .iter()
-            .find(|g| g.contains(&cpu))
-            .cloned()
-            .unwrap_or_default()
-    };
-    put(root, "devices/system/cpu/online", &list(&t.online));
-    put(root, "devices/system/cpu/possible", &list(&t.possible));
-    for &cpu in &t.online {
-        let base = format!("devices/system/cpu/cpu{cpu}");
-        let smt = group(&t.smt_groups, cpu);
-        put(
-            root,
-            &format!("{base}/topology/core_id"),
-            &format!("{}\n", t.core_of[&cpu]),
-        );
-        put(
-            root,
-            &format!("{base}/topology/physical_package_id"),
-            &format!("{}\n", t.package_of[&cpu]),
-        );
-        put(
-            root,
-            &format!("{base}/topology/thread_siblings_list"),
-            &list(&smt),
-        );
-        if let Some(cluster) = t.cluster_of.get(&cpu) {
-            put(
-                root,
-                &format!("{base}/topology/cluster_id"),
-                &format!("{cluster}\n"),
-            );
-        }
-        for (index, level, shared) in [
-            (2, 2, group(&t.l2_groups, cpu)),
-            (3, 3, group(&t.l3_groups, cpu)),
-        ] {
-            let dir = format!("{base}/cache/index{index}");
-            put(root, &format!("{dir}/level"), &format!("{level}\n"));
-            put(root, &format!("{dir}/type"), "Unified\n");
-            put(root, &format!("{dir}/shared_cpu_list"), &list(&shared));
-        }
-    }
-    for node in 0..t.nr_nodes {
-        let cpus: Vec<u32> = t
-            .online
-            .iter()
-            .copied()
-            .filter(|c| t.node_of[c] == node)
-            .collect();
-        put(
-            root,
-            &format!("devices/system/node/node{node}/cpulist"),
-            &list(&cpus),
-        );
-    }
+    write_sysfs_tree(t, |rel, content| {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().expect("nested path")).expect("mkdir");
+        fs::write(path, content).expect("write");
+    });
 }
 
 fn ms(d: Duration) -> String {

@@ -9,8 +9,7 @@ use anyhow::Result;
 use nalgebra::DMatrix;
 
 use super::{
-    CpuSize, SizeSource, SmtNumbering, SpectralRoute, SyntheticLayout, Topology, format_cpu_list,
-    laplacian_from_fn,
+    SmtNumbering, SpectralRoute, SyntheticLayout, Topology, laplacian_from_fn, write_sysfs_tree,
 };
 
 // Fixture sysfs trees
@@ -50,93 +49,11 @@ impl Sysfs {
     }
 }
 
-pub(super) fn list(cpus: &[u32]) -> String {
-    format!("{}\n", format_cpu_list(cpus))
-}
-
 pub(super) fn write_sysfs(t: &Topology) -> Sysfs {
     let fx = Sysfs {
         dir: tempfile::tempdir().unwrap(),
     };
-    fx.put("devices/system/cpu/online", &list(&t.online));
-    fx.put("devices/system/cpu/possible", &list(&t.possible));
-    let group_of = |groups: &[Vec<u32>], cpu: u32| -> Vec<u32> {
-        groups.iter().find(|g| g.contains(&cpu)).unwrap().clone()
-    };
-    for &cpu in &t.online {
-        let base = format!("devices/system/cpu/cpu{cpu}");
-        let topo = format!("{base}/topology");
-        fx.put(
-            &format!("{topo}/core_id"),
-            &format!("{}\n", t.core_of[&cpu]),
-        );
-        fx.put(
-            &format!("{topo}/physical_package_id"),
-            &format!("{}\n", t.package_of[&cpu]),
-        );
-        if let Some(cluster) = t.cluster_of.get(&cpu) {
-            fx.put(&format!("{topo}/cluster_id"), &format!("{cluster}\n"));
-        }
-        let smt = group_of(&t.smt_groups, cpu);
-        fx.put(&format!("{topo}/thread_siblings_list"), &list(&smt));
-        let caches: [(u32, &str, Vec<u32>); 4] = [
-            (1, "Data", smt.clone()),
-            (1, "Instruction", smt.clone()),
-            (2, "Unified", group_of(&t.l2_groups, cpu)),
-            (3, "Unified", group_of(&t.l3_groups, cpu)),
-        ];
-        for (index, (level, kind, shared)) in caches.iter().enumerate() {
-            let dir = format!("{base}/cache/index{index}");
-            fx.put(&format!("{dir}/level"), &format!("{level}\n"));
-            fx.put(&format!("{dir}/type"), &format!("{kind}\n"));
-            fx.put(&format!("{dir}/shared_cpu_list"), &list(shared));
-        }
-    }
-    for node in 0..t.nr_nodes {
-        let cpus: Vec<u32> = t
-            .online
-            .iter()
-            .copied()
-            .filter(|c| t.node_of[c] == node)
-            .collect();
-        fx.put(
-            &format!("devices/system/node/node{node}/cpulist"),
-            &list(&cpus),
-        );
-    }
-    match &t.sizes.source {
-        SizeSource::Uniform => {}
-        SizeSource::Capacity(caps) => {
-            for (cpu, cap) in caps {
-                fx.put(
-                    &format!("devices/system/cpu/cpu{cpu}/cpu_capacity"),
-                    &format!("{cap}\n"),
-                );
-            }
-        }
-        SizeSource::CoreType => {
-            let of = |size| -> Vec<u32> {
-                t.online
-                    .iter()
-                    .copied()
-                    .filter(|&c| t.sizes.size(c) == size)
-                    .collect()
-            };
-            fx.put("devices/cpu_core/cpus", &list(&of(CpuSize::Big)));
-            fx.put("devices/cpu_atom/cpus", &list(&of(CpuSize::Little)));
-        }
-        SizeSource::CppcHighestPerf { file, perf } => {
-            for (cpu, perf) in perf {
-                fx.put(
-                    &format!("devices/system/cpu/cpu{cpu}/{file}"),
-                    &format!("{perf}\n"),
-                );
-            }
-        }
-    }
-    // Files the detector must ignore.
-    fx.put("devices/system/cpu/kernel_max", "8191\n");
-    fx.put("devices/system/node/possible", "0-3\n");
+    write_sysfs_tree(t, |rel, content| fx.put(rel, content));
     fx
 }
 

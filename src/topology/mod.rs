@@ -123,6 +123,7 @@ mod source;
 mod spectrum;
 mod synthetic;
 mod sysfs;
+mod sysfs_writer;
 mod union_find;
 
 #[cfg(test)]
@@ -150,6 +151,7 @@ pub use params::{
 pub use source::{SysfsTree, TopologySource};
 pub use spectrum::{AUTO_EIGEN_MAX_N, SpectralRoute, Spectrum};
 pub use synthetic::{SmtNumbering, SyntheticLayout};
+pub use sysfs_writer::write_sysfs_tree;
 
 /// The machine's CPU layout, restricted to online CPUs but indexed by real
 /// CPU ids (offline holes stay holes).
