@@ -104,21 +104,17 @@ def parse_exposure(text: str) -> tuple[str, float, str] | None:
     return (m.group(1), float(m.group(2)), m.group(3)) if m else None
 
 
-def loaded_count(messages: list[str]) -> int | None:
-    """Profiles the daemon said it loaded, from its journal messages (the last such line)."""
-    found = [int(m.group(2)) for msg in messages if (m := _LOADED.search(msg))]
-    return found[-1] if found else None
+def _last_count(rx: re.Pattern, group: int):
+    """The count `rx` finds in the last of a list of journal messages that matches it."""
+    def count(messages: list[str]) -> int | None:
+        found = [int(m.group(group)) for msg in messages if (m := rx.search(msg))]
+        return found[-1] if found else None
+    return count
 
 
-def saved_count(messages: list[str]) -> int | None:
-    found = [int(m.group(1)) for msg in messages if (m := _SAVED.search(msg))]
-    return found[-1] if found else None
-
-
-def telemetry_profiles(messages: list[str]) -> int | None:
-    """Learned profiles from the last -v telemetry line ("procdb: N/C")."""
-    found = [int(m.group(1)) for msg in messages if (m := _TELEMETRY_PROCDB.search(msg))]
-    return found[-1] if found else None
+loaded_count = _last_count(_LOADED, 2)  # profiles the daemon loaded
+saved_count = _last_count(_SAVED, 1)
+telemetry_profiles = _last_count(_TELEMETRY_PROCDB, 1)  # learned, from -v's "procdb: N/C"
 
 
 def journal_messages(json_lines: str) -> list[dict]:
@@ -278,11 +274,7 @@ def texts(entries: list[dict]) -> list[str]:
 
 def wait_journal(inv: str, pattern: str, timeout: float, what: str) -> dict:
     """The first message of invocation `inv` matching `pattern` (journald may lag behind)."""
-    rx = re.compile(pattern)
-
-    def find():
-        return next((e for e in invocation_messages(inv) if rx.search(e["MESSAGE"])), None)
-    return wait_for(find, timeout, what, interval=1.0)
+    return wait_new(inv, pattern, 0, timeout, what)
 
 
 def attached_unit(unit: str, timeout: float = ATTACH_S) -> tuple[int, str]:
@@ -490,9 +482,12 @@ def wait_learned(inv: str, more_than: int, what: str) -> int:
     return wait_for(learned, LEARN_S, what, interval=2.0)
 
 
-def reset(unit: str) -> None:
+def run_ours(verb: str) -> tuple[int, str]:
+    """`systemctl VERB` our unit, then attached_unit(UNIT)."""
     # Clears the start limit (StartLimitBurst=5 in 60 s) that this layer's many starts approach.
-    sh("systemctl", "reset-failed", f"{unit}.service")
+    sh("systemctl", "reset-failed", f"{UNIT}.service")
+    sh("systemctl", verb, f"{UNIT}.service", check=True, timeout=300)
+    return attached_unit(UNIT)
 
 
 # -- scx_loader over D-Bus ---------------------------------------------------------------------
@@ -507,10 +502,6 @@ def busctl(*args: str, bus: tuple[str, str, str] = LOADER_BUS, timeout: float = 
 
 def loader_property(prop: str):
     return busctl_value(busctl("get-property", prop))
-
-
-def loader_call(method: str, *signature_and_args: str) -> None:
-    busctl("call", method, *signature_and_args)
 
 
 def unit_pids(unit: str) -> list[int]:
@@ -707,9 +698,7 @@ class Layer:
             raise CheckFailed(f"the damaged procdb was not set aside: {said}")
         self.hogs.append(start_hog("pdb-svc-learn"))
         n = wait_learned(self.first_inv, 0, "learned profiles in the -v telemetry")
-        reset(UNIT)
-        sh("systemctl", "restart", f"{UNIT}.service", check=True, timeout=300)
-        attached_unit(UNIT)
+        run_ours("restart")
         wait_journal(self.first_inv, r"procdb: saved \d+ profiles", 60, "the save on stop")
         saved = saved_count(texts(invocation_messages(self.first_inv)))
         inv = invocation(UNIT)
@@ -751,9 +740,7 @@ class Layer:
         environment."""
         Path("/etc/default/pandemonium").write_text('PANDEMONIUM_ARGS="-v --mode gaming"\n')
         try:
-            reset(UNIT)
-            sh("systemctl", "restart", f"{UNIT}.service", check=True, timeout=300)
-            main, _ = attached_unit(UNIT)
+            main, _ = run_ours("restart")
             inv = invocation(UNIT)
             wait_journal(inv, r"mode gaming: every thread of a game", 60, "the gaming mode's line")
             reaper, pid = start_game()
@@ -798,9 +785,7 @@ class Layer:
                 f"{'has' if attached else 'lacks'} 'scheduler attached'")
 
     def ours_takes_back(self) -> str:
-        reset(UNIT)
-        sh("systemctl", "start", f"{UNIT}.service", check=True, timeout=300)
-        pid, ops = attached_unit(UNIT)
+        pid, ops = run_ours("start")
         theirs = show(SCX_UNIT, "ActiveState")["ActiveState"]
         if theirs != "inactive":
             raise CheckFailed(f"scx.service is {theirs} while {UNIT}.service runs")
@@ -845,7 +830,7 @@ class Layer:
         time.sleep(SETTLE_S)
         saved_before, loaded_before = len(matching(inv, _SAVED_LINE)), \
             len(matching(inv, _LOADED_LINE))
-        loader_call(method, "su", "scx_pandemonium", str(SCHED_MODES[mode]))
+        busctl("call", method, "su", "scx_pandemonium", str(SCHED_MODES[mode]))
         pid, ops = loader_child({old})
         argv, want = argv_of(pid), mode_args(self.loader_config, "scx_pandemonium", mode)
         if exe_of(pid) != BINARY or argv[1:] != want:
@@ -891,7 +876,7 @@ class Layer:
         inv, old = self.loader_inv, self.loader_pid
         time.sleep(SETTLE_S)
         saved_before = len(matching(inv, _SAVED_LINE))
-        loader_call("StopScheduler")
+        busctl("call", "StopScheduler")
         detached()
         wait_for(lambda: old not in unit_pids(LOADER_UNIT), 60, f"PID {old} to exit")
         entry = wait_new(inv, _SAVED_LINE, saved_before, 60, "the save on StopScheduler")
@@ -913,9 +898,7 @@ class Layer:
         inv, child = self.loader_inv, self.loader_pid
         time.sleep(SETTLE_S)
         saved_before = len(matching(inv, _SAVED_LINE))
-        reset(UNIT)
-        sh("systemctl", "start", f"{UNIT}.service", check=True, timeout=300)
-        pid, ops = attached_unit(UNIT)
+        pid, ops = run_ours("start")
         loader = show(LOADER_UNIT, "ActiveState", "Result")
         if loader.get("ActiveState") != "inactive" or Path(f"/proc/{child}").exists():
             raise CheckFailed(f"{LOADER_UNIT}.service {loader}, its scheduler PID {child} "
@@ -941,9 +924,7 @@ class Layer:
            check=True, timeout=120)
         set_power_profile("balanced")
         Path("/etc/default/pandemonium").write_text('PANDEMONIUM_ARGS="-v --autopower"\n')
-        reset(UNIT)
-        sh("systemctl", "restart", f"{UNIT}.service", check=True, timeout=300)
-        pid, _ = attached_unit(UNIT)
+        pid, _ = run_ours("restart")
         inv = invocation(UNIT)
         # scx_utils names ppd's "balanced" balanced_performance; "unknown" would mean it read
         # neither ppd nor cpufreq.
@@ -983,9 +964,7 @@ class Layer:
 
     def enable(self) -> str:
         sh("systemctl", "enable", f"{UNIT}.service", check=True)
-        reset(UNIT)
-        sh("systemctl", "start", f"{UNIT}.service", check=True, timeout=300)
-        pid, ops = attached_unit(UNIT)
+        pid, ops = run_ours("start")
         enabled = sh("systemctl", "is-enabled", f"{UNIT}.service").stdout.strip()
         if enabled != "enabled":
             raise CheckFailed(f"is-enabled says {enabled!r}")
