@@ -166,8 +166,7 @@ def _write_file(path: Path, data: bytes, mode: int) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
+        tmp.write_bytes(data)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     finally:
@@ -225,29 +224,24 @@ def install_files(layout: Layout, binary: Path, *, tools: Path | None = None,
         # Nothing is written yet: a package must not come out with the scheduler alone.
         raise PandemoniumError(f"no {TOOLS_BINARY_NAME} binary at {tools}: build it first "
                                "(./pandemonium.py build; cargo builds it with the scheduler)")
-    actions = [Action(layout.staged(layout.binary),
-                      _write_file(layout.staged(layout.binary), binary.read_bytes(), 0o755))]
+    def put(path: str, data: bytes, mode: int) -> Action:
+        return Action(layout.staged(path), _write_file(layout.staged(path), data, mode))
+
+    actions = [put(layout.binary, binary.read_bytes(), 0o755)]
     if tools is not None:
-        actions.append(Action(layout.staged(layout.tools),
-                              _write_file(layout.staged(layout.tools), Path(tools).read_bytes(),
-                                          0o755)))
-    actions.append(Action(layout.staged(layout.unit),
-                          _write_file(layout.staged(layout.unit), render_unit(layout).encode(),
-                                      0o644)))
-    env_file = layout.staged(layout.env_file)
-    if env_file.exists():
+        actions.append(put(layout.tools, Path(tools).read_bytes(), 0o755))
+    actions.append(put(layout.unit, render_unit(layout).encode(), 0o644))
+    if layout.staged(layout.env_file).exists():
         # A configuration file: the administrator may have edited it, so it is never replaced.
-        actions.append(Action(env_file, "kept"))
+        actions.append(Action(layout.staged(layout.env_file), "kept"))
     else:
-        actions.append(Action(env_file, _write_file(env_file, render_default(layout).encode(),
-                                                    0o644)))
+        actions.append(put(layout.env_file, render_default(layout).encode(), 0o644))
     for action in actions:
         log.info("%s", action)
 
     if layout.live or system_root is not None:
         _report_coexistence(layout, system_root or "")
-    if manage_systemd is None:
-        manage_systemd = layout.live
+    manage_systemd = layout.live if manage_systemd is None else manage_systemd
     if layout.live and layout.unitdir is None and \
             os.path.dirname(layout.unit) not in SYSTEMD_UNIT_DIRS:
         log.warning("%s is not in systemd's unit search path; pass --unitdir "
@@ -277,14 +271,11 @@ def uninstall_files(layout: Layout, *, purge: bool = False, euid: int | None = N
     tools binary too, if there). The environment file is removed only if unmodified, or with
     purge. Idempotent."""
     _need_root(layout, "uninstall", euid)
-    if manage_systemd is None:
-        manage_systemd = layout.live
+    manage_systemd = layout.live if manage_systemd is None else manage_systemd
     if manage_systemd and systemd_running() and layout.staged(layout.unit).exists():
         _systemctl("disable", "--now", UNIT_NAME)
 
-    actions = []
-    for path in (layout.binary, layout.tools, layout.unit):
-        actions.append(_remove(layout.staged(path)))
+    actions = [_remove(layout.staged(path)) for path in (layout.binary, layout.tools, layout.unit)]
     env_file = layout.staged(layout.env_file)
     if env_file.exists() and not purge and env_file.read_text() != render_default(layout):
         actions.append(Action(env_file, "kept"))
@@ -338,19 +329,14 @@ def collect_status(layout: Layout | None = None, *, sysfs_root: str | os.PathLik
 
     build = Path(build_binary) if build_binary is not None else scheduler_binary()
     if build.is_file():
-        st.build = str(build)
-        st.build_version = binary_version(build)
+        st.build, st.build_version = str(build), binary_version(build)
 
     installed = layout.staged(layout.binary)
     if installed.is_file():
-        st.installed = str(installed)
-        st.installed_version = binary_version(installed)
-    elif layout.live:
-        on_path = shutil.which(BINARY_NAME)
-        if on_path:
-            st.installed = on_path
-            st.installed_version = binary_version(on_path)
-            st.notes.append(f"found on PATH, not under {layout.prefix}")
+        st.installed, st.installed_version = str(installed), binary_version(installed)
+    elif layout.live and (on_path := shutil.which(BINARY_NAME)):
+        st.installed, st.installed_version = on_path, binary_version(on_path)
+        st.notes.append(f"found on PATH, not under {layout.prefix}")
     if layout.staged(layout.unit).is_file():
         st.unit = str(layout.staged(layout.unit))
 
@@ -594,10 +580,7 @@ def add_status_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_status(args: argparse.Namespace) -> int:
     layout = _layout(args)
     st = collect_status(layout, sysfs_root=args.sysfs)
-    if args.json:
-        print(json.dumps(st.__dict__, indent=2))
-    else:
-        print(format_status(st, layout))
+    print(json.dumps(st.__dict__, indent=2) if args.json else format_status(st, layout))
     return 0
 
 
