@@ -105,6 +105,14 @@ def tools_binary(profile: str = "release") -> Path:
     return cargo_target_dir() / profile / TOOLS_BINARY_NAME
 
 
+def read_text(path: str | os.PathLike | None) -> str:
+    """A file's text (undecodable bytes replaced); "" when there is none or it cannot be read."""
+    try:
+        return Path(path).read_text(errors="replace") if path else ""
+    except OSError:
+        return ""
+
+
 def binary_version(binary: str | os.PathLike) -> str | None:
     """`scx_pandemonium --version` (all lines), or None if it does not run."""
     try:

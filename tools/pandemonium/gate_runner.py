@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .common import PROJECT_ROOT, PandemoniumError, log
+from .common import PROJECT_ROOT, PandemoniumError, log, read_text
 
 # The gate's layers are its #[test] functions: this file is the one list of them.
 GATE_SOURCE = PROJECT_ROOT / "tests" / "gate.rs"
@@ -67,11 +67,7 @@ def listed_tests(gate: Path) -> set[str]:
 
 def skipped_in_log(log_path: Path) -> list[str]:
     """Layers full_gate reported as not run ("GATE-SKIP <layer>: why")."""
-    try:
-        text = log_path.read_text(errors="replace")
-    except OSError:
-        return []
-    return re.findall(r"GATE-SKIP (\w+):", text)
+    return re.findall(r"GATE-SKIP (\w+):", read_text(log_path))
 
 
 # Rust 1.89+ puts the thread id after the name: "thread 'full_gate' (155) panicked at ...".
@@ -85,11 +81,7 @@ SLOWEST_SHOWN = 8
 
 def layer_times_in_log(log_path: Path) -> list[tuple[str, float]]:
     """full_gate's steps that passed, with their seconds, in the order they ran."""
-    try:
-        text = log_path.read_text(errors="replace")
-    except OSError:
-        return []
-    return [(m.group(1), float(m.group(2))) for m in _FULL_GATE_TIME.finditer(text)]
+    return [(m.group(1), float(m.group(2))) for m in _FULL_GATE_TIME.finditer(read_text(log_path))]
 
 
 def slowest_line(times: list[tuple[str, float]], shown: int = SLOWEST_SHOWN) -> str:
@@ -104,10 +96,7 @@ def slowest_line(times: list[tuple[str, float]], shown: int = SLOWEST_SHOWN) -> 
 def failure_in_log(log_path: Path) -> list[str]:
     """Where a failed gate run stopped: the last layer full_gate passed, and the first panic with
     the lines of its message."""
-    try:
-        text = log_path.read_text(errors="replace")
-    except OSError:
-        return []
+    text = read_text(log_path)
     out = []
     passed = _FULL_GATE_PASSED.findall(text)
     if passed:

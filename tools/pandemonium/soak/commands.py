@@ -12,7 +12,7 @@ import json
 import time
 from pathlib import Path
 
-from ..common import cache_dir, die, log
+from ..common import cache_dir, die, log, read_text
 from ..stress import workloads as stress_wl
 from ..stress.results import kernel_complaints
 from . import plan
@@ -47,13 +47,6 @@ def add_bench_soak_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="DIR",
                    help="where the report goes (default: ~/.cache/pandemonium/soak/<timestamp>)")
     p.set_defaults(func=cmd_bench_soak)
-
-
-def _read(path: Path | None) -> str:
-    try:
-        return path.read_text(errors="replace") if path else ""
-    except OSError:
-        return ""
 
 
 def cmd_bench_soak(args: argparse.Namespace) -> int:
@@ -98,13 +91,13 @@ def write_report(out: Path, res, duration: int, cpus: int) -> int:
     and prints the table. Returns the exit status: 1 when a verdict failed."""
     phase_s, window_s = plan.phase_seconds(duration), plan.window_seconds(duration)
     guest = res.out_dir
-    console = _read(res.log_path)
-    windows = parse_windows(_read(guest / "windows.txt") if guest else "") or parse_windows(console)
-    events_text = _read(guest / "events.txt") if guest else ""
-    events: Events = parse_events(events_text or console)
-    dmesg = _read(guest / "dmesg.txt") if guest else ""
-    if not dmesg:
-        dmesg = console
+
+    def _read(name: str) -> str:
+        return read_text(guest / name) if guest else ""
+    console = read_text(res.log_path)
+    windows = parse_windows(_read("windows.txt")) or parse_windows(console)
+    events: Events = parse_events(_read("events.txt") or console)
+    dmesg = _read("dmesg.txt") or console
     db = guest / "procdb.bin" if guest else None
     procdb_file = procdb_check(db.read_bytes()) if db and db.is_file() else None
 
@@ -116,7 +109,7 @@ def write_report(out: Path, res, duration: int, cpus: int) -> int:
     text = markdown(windows, events, verdicts, title)
     if complaints:
         text += "\nKernel log complaints:\n\n" + "\n".join(f"    {c}" for c in complaints) + "\n"
-    context = ejection_context(dmesg, _read(guest / "sched.log") if guest else "")
+    context = ejection_context(dmesg, _read("sched.log"))
     if context:
         text += "\nEjections, with the kernel's and the daemon's words:\n\n" + "\n".join(
             f"    {c}" for c in context) + "\n"

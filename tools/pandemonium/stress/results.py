@@ -8,6 +8,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..common import read_text
+
 KMSG_MARK = "pandemonium-stress: begin "
 SLOG_BEGIN = "@@ begin "
 SLOG_END = "@@ end "
@@ -143,13 +145,6 @@ def worst_gap_ms(path: Path) -> float | None:
         return None
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
 def judge(cell: Cell, kv: dict[str, str] | None, kmsg: list[str]) -> None:
     """Fills in ran/completed/unexpected from the driver's record and the kernel log."""
     if kv is None:
@@ -193,13 +188,13 @@ def read_run(results: Path | None, kernel: str, cpus: int, mode: str, workloads:
     the guest wedged and /results never came back, the driver's lines and the kernel messages
     are recovered from the console log."""
     base = results or Path("/nonexistent")
-    cells_text, kmsg_text = _read(base / "cells.txt"), _read(base / "dmesg.txt")
+    cells_text, kmsg_text = read_text(base / "cells.txt"), read_text(base / "dmesg.txt")
     if not cells_text and console:
-        cells_text = kmsg_text = _read(console)
+        cells_text = kmsg_text = read_text(console)
     kv_cells, final, kinfo = parse_cells(cells_text)
     ext_server = kinfo.get("ext_server")
     kmsg = split_kmsg(kmsg_text, workloads)
-    rescues = rescues_by_workload(_read(base / "sched.log"))
+    rescues = rescues_by_workload(read_text(base / "sched.log"))
     cells = []
     for w in workloads:
         c = Cell(kernel, cpus, mode, w, duration)
