@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 
-from .parse import Record, cyclictest_percentiles, expand_figures, tagged_sections
+from .parse import HACKBENCH_TIME, Record, cyclictest_percentiles, expand_figures, \
+    search_number, tagged_sections, tagged_states
 from .plan import ADMIN_FIGURES
 
 _COUNT = re.compile(r"^admin-count (\S+) (\S+) (-?\d+) (-?\d+)\s*$")
 _NOTE = re.compile(r"^admin-note (\S+) (.*)$")
-_HACKBENCH_TIME = re.compile(r"^Time:\s*([0-9.]+)\s*$", re.M)
 
 
 def counters(text: str) -> dict[str, dict[str, int]]:
@@ -29,11 +29,6 @@ def counters(text: str) -> dict[str, dict[str, int]]:
             fig, label, before, after = m.groups()
             out.setdefault(fig, {})[label] = int(after) - int(before)
     return out
-
-
-def sections(text: str) -> dict[str, str]:
-    """FIG -> the tool output between its admin-begin and admin-end lines."""
-    return tagged_sections(text, "admin")
 
 
 def notes(text: str) -> dict[str, list[str]]:
@@ -63,10 +58,6 @@ def _ratio(c, fig: str, top: str, bottom: str) -> tuple[float, dict]:
     return a / b, {f"{top}_cpu": a, f"{bottom}_cpu": b}
 
 
-def _weight(c, s):
-    return _ratio(c, "weight", "w300", "w100")
-
-
 def _cpumax(c, s):
     used_us, window_cs = _delta(c, "cpumax", "capped"), _delta(c, "cpumax", "window_cs")
     if window_cs <= 0:
@@ -74,10 +65,6 @@ def _cpumax(c, s):
     window_us = window_cs * 1e4
     return used_us / window_us, {"free_cpus": _delta(c, "cpumax", "free") / window_us,
                                  "window_s": window_cs / 100}
-
-
-def _nice(c, s):
-    return _ratio(c, "nice", "nice0", "nice19")
 
 
 def _idle_share(c, s):
@@ -97,40 +84,32 @@ def _cyclictest(fig: str):
 
 
 def _build(c, s):
-    m = _HACKBENCH_TIME.search(s.get("build", ""))
-    if not m:
-        raise _Missing("no 'Time:' line from hackbench")
+    secs = search_number(HACKBENCH_TIME, s.get("build", ""), "'Time:' line from hackbench")
     extra = {}
     light, window = c.get("build", {}).get("light"), c.get("build", {}).get("window_cs")
     if light is not None and window:
         extra["build_cpus"] = light / (window * 1e4)  # the light group's CPUs meanwhile
-    return float(m.group(1)), extra
+    return secs, extra
 
 
 # Figure name -> (the guest's FIG whose notes explain a missing figure, the guest's part that
 # measures it, parser(counters, sections)).
 FIGURES = {
-    "admin-weight": ("weight", "weight", _weight),
+    "admin-weight": ("weight", "weight", lambda c, s: _ratio(c, "weight", "w300", "w100")),
     "admin-cpumax": ("cpumax", "cpumax", _cpumax),
-    "admin-nice": ("nice", "nice", _nice),
+    "admin-nice": ("nice", "nice", lambda c, s: _ratio(c, "nice", "nice0", "nice19")),
     "admin-nice-lat": ("nicelat", "nice", _cyclictest("nicelat")),
     "admin-idle-lat": ("idlelat", "idle", _cyclictest("idlelat")),
     "admin-idle-share": ("idleshare", "idle", _idle_share),
     "admin-build": ("build", "build", _build),
 }
-_STATE = re.compile(r"^admin-state (\S+) (\S+)\s*$")
-
-
-def part_states(text: str) -> dict[str, str]:
-    """Part -> the sched_ext state when it ended ('enabled' while a scheduler was attached)."""
-    return {m.group(1): m.group(2) for line in text.splitlines()
-            if (m := _STATE.match(line.strip()))}
 assert list(FIGURES) == [p.name for p in ADMIN_FIGURES]
 
 
 def figures(text: str) -> dict[str, dict]:
     """Figure name -> {"value": float | None, "extra": {...}, "error": str | None}."""
-    c, s, n, states = counters(text), sections(text), notes(text), part_states(text)
+    c, s = counters(text), tagged_sections(text, "admin")
+    n, states = notes(text), tagged_states(text, "admin")
     out = {}
     for name, (fig, part, parse) in FIGURES.items():
         try:
@@ -154,8 +133,5 @@ def parse_admin(text: str, rec: Record) -> None:
 
 
 def expand(records: list[Record]) -> list[Record]:
-    """Each admin step's record becomes one record per figure (same run, cost and wall time);
-    a step that failed as a whole (not attached, ejected) gives every figure its error, except
-    that a scheduler ejected mid-step keeps the figures of the parts it was still attached at
-    the end of."""
+    """Each admin step's record becomes one record per figure (parse.expand_figures)."""
     return expand_figures(records, lambda phase: list(FIGURES) if phase == "admin" else None)

@@ -25,11 +25,10 @@ import json
 import re
 import statistics
 
-from .parse import Record, expand_figures, tagged_sections
+from .parse import Record, expand_figures, tagged_sections, tagged_states
 from .plan import AUDIO_FIGURES, EEVDF, FRAMES_FIGURES, PANDEMONIUM, PANDEMONIUM_GAMING, PHASES, \
     is_external
 
-_STATE = re.compile(r"^felt-state (\S+) (\S+)\s*$")
 _BUILD = re.compile(r"^build-load builds=(\d+) objects=(\d+) steps=(\d+) execs=(\d+)\s*$", re.M)
 
 # Figure -> (part, the tool JSON's key, factor to the figure's unit).
@@ -51,17 +50,6 @@ FIGURES = {
 }
 assert list(FIGURES["frames"]) == [p.name for p in FRAMES_FIGURES]
 assert list(FIGURES["audio"]) == [p.name for p in AUDIO_FIGURES]
-TOOL = {"frames": "frames", "audio": "audio"}  # the guest phase -> its tool's JSON "tool"
-
-
-def sections(text: str) -> dict[str, str]:
-    """PART -> the lines between felt-begin PART and felt-end PART."""
-    return tagged_sections(text, "felt")
-
-
-def part_states(text: str) -> dict[str, str]:
-    return {m.group(1): m.group(2) for line in text.splitlines()
-            if (m := _STATE.match(line.strip()))}
 
 
 def build_load(text: str) -> dict | None:
@@ -109,8 +97,9 @@ def _side(d: dict, tool: str) -> dict:
 
 def figures(text: str, phase: str) -> dict[str, dict]:
     """Figure name -> {"value", "extra", "error", "state"} for one frames or audio step."""
-    tool = TOOL[phase]
-    parts, states, load = sections(text), part_states(text), build_load(text)
+    tool = phase  # each phase's tool has its name ("tool" in its JSON)
+    parts, states = tagged_sections(text, "felt"), tagged_states(text, "felt")
+    load = build_load(text)
     reports = {part: tool_json(body, tool) for part, body in parts.items()}
     out = {}
     for name, (part, key, factor) in FIGURES[phase].items():
@@ -143,10 +132,7 @@ def parse_felt(text: str, rec: Record) -> None:
 
 
 def expand(records: list[Record]) -> list[Record]:
-    """Each frames or audio step's record becomes one record per figure (same run, cost and
-    wall time); a step that failed as a whole gives every figure its error, except that a
-    scheduler the kernel ejected keeps the figures of the parts it was still attached at the
-    end of."""
+    """Each frames or audio step's record becomes one record per figure (parse.expand_figures)."""
     return expand_figures(records, FIGURES.get)
 
 

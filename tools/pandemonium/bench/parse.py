@@ -38,21 +38,20 @@ class Record:
         return asdict(self)
 
 
-def _last_json(text: str, tool: str) -> dict | None:
+def _last_json(text: str, tool: str) -> dict:
+    """`tool`'s last JSON line; ValueError when there is none or it does not parse."""
     for line in reversed(text.splitlines()):
         line = line.strip()
         if line.startswith("{") and f'"tool":"{tool}"' in line.replace(" ", ""):
             try:
                 return json.loads(line)
             except json.JSONDecodeError:
-                return None
-    return None
+                break
+    raise ValueError(f"no {tool} JSON in the output")
 
 
 def _probe(text: str, rec: Record) -> None:
     d = _last_json(text, "probe")
-    if d is None:
-        raise ValueError("no probe JSON in the output")
     rec.p50, rec.max = d["p50_ns"] / 1e3, d["max_ns"] / 1e3
     rec.value = d["p99_ns"] / 1e3
     rec.extra = {"p999_us": d["p999_ns"] / 1e3, "count": d["count"],
@@ -75,8 +74,6 @@ def _deadline(text: str, rec: Record) -> None:
 
 def _benchlat(text: str, rec: Record) -> None:
     d = _last_json(text, "benchlat")
-    if d is None:
-        raise ValueError("no benchlat JSON in the output")
     rec.value, rec.p50, rec.max = d["p99_ns"] / 1e3, d["p50_ns"] / 1e3, d["max_ns"] / 1e3
     rec.extra = {"count": d["count"], "mean_us": d["mean_ns"] / 1e3}
 
@@ -84,11 +81,15 @@ def _benchlat(text: str, rec: Record) -> None:
 _PERF_TOTAL = re.compile(r"Total time:\s*([0-9.]+)\s*\[sec\]")
 
 
-def _messaging(text: str, rec: Record) -> None:
-    m = _PERF_TOTAL.search(text)
+def search_number(rx: re.Pattern, text: str, what: str) -> float:
+    m = rx.search(text)
     if not m:
-        raise ValueError("no 'Total time' line from perf bench")
-    rec.value = float(m.group(1))
+        raise ValueError(f"no {what}")
+    return float(m.group(1))
+
+
+def _messaging(text: str, rec: Record) -> None:
+    rec.value = search_number(_PERF_TOTAL, text, "'Total time' line from perf bench")
     rec.extra = perf_stat_counters(text)
 
 
@@ -136,21 +137,16 @@ def _cyclictest(text: str, rec: Record) -> None:
     (rec.p50, rec.value), rec.max = cyclictest_percentiles(text, (0.5, 0.99))
 
 
-_HACKBENCH_TIME = re.compile(r"^Time:\s*([0-9.]+)\s*$", re.M)
+HACKBENCH_TIME = re.compile(r"^Time:\s*([0-9.]+)\s*$", re.M)
 
 
 def _hackbench(text: str, rec: Record) -> None:
     """hackbench's own wall time ('Time: 1.234', seconds)."""
-    m = _HACKBENCH_TIME.search(text)
-    if not m:
-        raise ValueError("no 'Time:' line from hackbench")
-    rec.value = float(m.group(1))
+    rec.value = search_number(HACKBENCH_TIME, text, "'Time:' line from hackbench")
 
 
 def _stress_gap(text: str, rec: Record) -> None:
     d = _last_json(text, "stress")
-    if d is None:
-        raise ValueError("no stress JSON in the output")
     rec.value = d["worst_gap_ns"] / 1e3
     rec.extra = {"workers": d["workers"], "min_iterations": d["min_iterations"],
                  "stranded": sum(1 for w in d["per_worker"] if w["iterations"] == 0)}
@@ -309,6 +305,13 @@ def tagged_sections(text: str, tag: str) -> dict[str, str]:
     if current is not None:
         out[current] = "\n".join(lines)
     return out
+
+
+def tagged_states(text: str, tag: str) -> dict[str, str]:
+    """PART -> the sched_ext state when it ended, from `TAG-state PART STATE` lines ('enabled'
+    while a scheduler was attached)."""
+    rx = re.compile(rf"^{tag}-state (\S+) (\S+)\s*$")
+    return {m.group(1): m.group(2) for line in text.splitlines() if (m := rx.match(line.strip()))}
 
 
 def expand_figures(records: list, names_of) -> list:
