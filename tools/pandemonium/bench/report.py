@@ -11,26 +11,16 @@ from .aggregate import Cell, eevdf_drift
 from .plan import EEVDF, PHASES
 
 
+_FORMATS = {"%": "{:.2f} %", "s": "{:.2f} s", "ms": "{:.2f} ms", "fps": "{:.1f} fps",
+            "ratio": "{:.2f}", "CPU": "{:.3f} CPU", "share": "{:.3f}"}
+
+
 def fmt_value(v: float | None, unit: str) -> str:
     if v is None:
         return "-"
-    if unit == "%":
-        return f"{v:.2f} %"
-    if unit == "s":
-        return f"{v:.2f} s"
     if unit == "us":
         return f"{v / 1000:.1f} ms" if v >= 10000 else f"{v:.0f} us"
-    if unit == "ms":
-        return f"{v:.2f} ms"
-    if unit == "fps":
-        return f"{v:.1f} fps"
-    if unit == "ratio":
-        return f"{v:.2f}"
-    if unit == "CPU":
-        return f"{v:.3f} CPU"
-    if unit == "share":
-        return f"{v:.3f}"
-    return f"{v:g} {unit}"
+    return _FORMATS[unit].format(v) if unit in _FORMATS else f"{v:g} {unit}"
 
 
 def fmt_configured(cell: Cell) -> str:

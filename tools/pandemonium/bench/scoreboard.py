@@ -94,14 +94,12 @@ def schedulers_in(cells: list[Cell]) -> list[str]:
 
 
 def _entry(cell: Cell | None, unit: str) -> str:
-    from .report import fmt_ratio, fmt_value, verdict
+    from .report import fmt_configured, fmt_ratio, fmt_value, verdict
 
     if cell is None:
         return ""
     if cell.median is None:
         return "failed" if cell.failures else "-"
-    from .report import fmt_configured
-
     cfg = fmt_configured(cell)
     cfg = f" [{cfg}]" if cfg else ""
     if cell.scheduler == EEVDF:

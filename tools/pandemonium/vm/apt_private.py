@@ -80,10 +80,7 @@ class PrivateApt:
 
     def write_sources(self, mirror: str, suites: tuple[str, ...], keyring: Path | None,
                       trusted: bool = False) -> None:
-        if trusted:
-            opt = "trusted=yes"
-        else:
-            opt = f"signed-by={keyring}" if keyring else ""
+        opt = "trusted=yes" if trusted else f"signed-by={keyring}" if keyring else ""
         # target=Packages skips DEP-11/Contents indexes the system config may enable.
         lines = [f"deb [arch=amd64 target=Packages {opt}] {mirror} {suite} main" for suite in suites]
         (self.root / "etc/sources.list").write_text("\n".join(lines) + "\n")

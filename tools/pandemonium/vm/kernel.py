@@ -159,10 +159,7 @@ def _fetch(apt: PrivateApt, version: str, kinds: set[str]) -> KernelInfo:
 
 
 def _first_file(root: Path, candidates: list[str]) -> Path | None:
-    for rel in candidates:
-        if (root / rel).is_file():
-            return root / rel
-    return None
+    return next((root / rel for rel in candidates if (root / rel).is_file()), None)
 
 
 def ensure_kernel(spec: str | None = None, refresh: bool = False) -> KernelInfo:
