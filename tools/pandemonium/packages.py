@@ -136,12 +136,8 @@ def install_hint(tools: list[str], table: dict[str, Row] | None = None) -> str:
     pacman = packages(tools, "pacman", table)
     repo = [p for p in pacman if not p.startswith(AUR)]
     aur = [p[len(AUR):] for p in pacman if p.startswith(AUR)]
-    if not aur:
-        pacman_line = "pacman -S " + " ".join(repo)
-    elif not repo:
-        pacman_line = f"(AUR: {' '.join(aur)})"
-    else:
-        pacman_line = f"pacman -S {' '.join(repo)} (AUR: {' '.join(aur)})"
+    pacman_line = " ".join(([f"pacman -S {' '.join(repo)}"] if repo or not aur else [])
+                           + ([f"(AUR: {' '.join(aur)})"] if aur else []))
     return (f"  apt-get install {' '.join(packages(tools, 'apt', table))}\n"
             f"  {pacman_line}\n"
             f"  dnf install {' '.join(packages(tools, 'dnf', table))}")

@@ -123,10 +123,8 @@ def clang_on_path(env: dict[str, str]) -> dict[str, str]:
         return env  # cargo's own error will name the missing compiler
     shim = cache_dir("anchors") / "clang-shim"
     shim.mkdir(parents=True, exist_ok=True)
-    link = shim / "clang"
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    link.symlink_to(target)
+    (shim / "clang").unlink(missing_ok=True)
+    (shim / "clang").symlink_to(target)
     return dict(env, PATH=f"{shim}{os.pathsep}{path}")
 
 

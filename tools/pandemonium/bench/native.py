@@ -70,10 +70,8 @@ def _bin_dir(out: Path) -> Path:
     d = out / "bin"
     d.mkdir(parents=True, exist_ok=True)
     for src in (scheduler_binary(), tools_binary(), benchlat_binary()):
-        link = d / src.name
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(src)
+        (d / src.name).unlink(missing_ok=True)
+        (d / src.name).symlink_to(src)
     return d
 
 

@@ -86,7 +86,7 @@ class StreamSaver:
                 if _B64.match(line.strip()):
                     self._b64.append(line.strip())
                 return  # a kernel line inside the block; the checksum decides
-            self._drop(f"{self._block[1]} (step {self._block[0]}): cut short, no end marker")
+            self.close()
         if (m := _BEGIN.search(line)):
             self._block, self._b64 = (int(m.group(1)), m.group(2)), []
         elif (m := _STEP.search(line)):
@@ -100,7 +100,7 @@ class StreamSaver:
             self.done = True
 
     def close(self) -> None:
-        """The console ended: a block still open was cut short."""
+        """A block still open was cut short (the console ended, or another block began)."""
         if self._block is not None:
             self._drop(f"{self._block[1]} (step {self._block[0]}): cut short, no end marker")
 

@@ -40,6 +40,10 @@ class Window:
         return asdict(self)
 
 
+_COUNTS = [f for f in Window.__dataclass_fields__ if f not in ("n", "t", "phase")]
+_KEYS = {"monitor_wait_ns": "mon_ns", "probe_p99_ns": "p99_ns"}  # where the line's key differs
+
+
 def parse_windows(text: str) -> list[Window]:
     """The `window key=value...` lines, in order; a line cut short by a dying guest is kept with
     what it has (absent values are None)."""
@@ -52,13 +56,8 @@ def parse_windows(text: str) -> list[Window]:
         n = _int(kv.get("n"))
         if n is None:
             continue
-        out.append(Window(
-            n=n, t=_int(kv.get("t")) or 0, phase=kv.get("phase", "-"), pid=_int(kv.get("pid")),
-            monitor_wait_ns=_int(kv.get("mon_ns")), probe_p99_ns=_int(kv.get("p99_ns")),
-            probe_max_ns=_int(kv.get("probe_max_ns")),
-            wake_lat_max_ns=_int(kv.get("wake_lat_max_ns")), rss_kb=_int(kv.get("rss_kb")),
-            cpu_ms=_int(kv.get("cpu_ms")), procdb=_int(kv.get("procdb")),
-            ejections=_int(kv.get("ejections"))))
+        out.append(Window(n=n, t=_int(kv.get("t")) or 0, phase=kv.get("phase", "-"),
+                          **{f: _int(kv.get(_KEYS.get(f, f))) for f in _COUNTS}))
     # The console may repeat a line the results file also has: keep the last of each n.
     return list({w.n: w for w in out}.values())
 

@@ -57,12 +57,10 @@ def markdown_table(runs: list[Run]) -> str:
                         f"{'-' if c.rescues is None else c.rescues} | "
                         f"{'-' if c.mem_avail_mb is None else c.mem_avail_mb} | "
                         f"{notes.replace('|', '/')} |")
-        for p in r.problems:
-            rows.append(f"| {r.kernel} | {r.cpus} | {r.mode} | (run) | - | 1 | - | - | - | - | - "
-                        f"| {p} |")
-        for p in r.kernel_limits:
-            rows.append(f"| {r.kernel} | {r.cpus} | {r.mode} | (run) | - | 0 | yes | - | - | - | - "
-                        f"| {p} |")
+        for p, n, limit in ([(p, 1, "-") for p in r.problems]
+                            + [(p, 0, "yes") for p in r.kernel_limits]):
+            rows.append(f"| {r.kernel} | {r.cpus} | {r.mode} | (run) | - | {n} | {limit} | - | - | - "
+                        f"| - | {p} |")
     return "\n".join(rows)
 
 
