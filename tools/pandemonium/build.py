@@ -24,7 +24,6 @@ from .common import (
 )
 
 
-
 def required_tools(vm: bool, extra: list[str] | None = None) -> list[str]:
     """The table's build tools, its VM tools when the VM runs, then `extra` (tool names)."""
     table = pkgs.load()

@@ -18,7 +18,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import BINARY_NAME, SYSTEMD_UNIT_DIRS, binary_version
+from .common import BINARY_NAME, SYSTEMD_UNIT_DIRS, binary_version, read_text
 
 # The PATH systemd gives system services (systemd.exec(5)); /sbin and /bin only matter where /usr
 # is not merged, and add nothing where it is.
@@ -83,23 +83,15 @@ def _exec_start(unit_file: Path) -> Path | None:
     return program
 
 
-def _unit_file(name: str, root: str) -> Path | None:
-    for d in SYSTEMD_UNIT_DIRS:
-        path = _at(root, f"{d}/{name}")
-        if path.is_file():
-            return path
-    return None
+def _has_unit(name: str, root: str) -> bool:
+    return any(_at(root, f"{d}/{name}").is_file() for d in SYSTEMD_UNIT_DIRS)
 
 
 def read_env_file(path: Path) -> dict[str, str]:
     """KEY=VALUE lines the way systemd's EnvironmentFile= reads them (quotes removed, comments
     and blank lines skipped); {} if the file is missing."""
-    try:
-        text = path.read_text()
-    except OSError:
-        return {}
     env = {}
-    for line in text.splitlines():
+    for line in read_text(path).splitlines():
         line = line.strip()
         if not line or line.startswith(("#", ";")):
             continue
@@ -115,7 +107,7 @@ def read_env_file(path: Path) -> dict[str, str]:
 
 
 def _scx_service(root: str) -> UnitTarget | None:
-    if _unit_file("scx.service", root) is None:
+    if not _has_unit("scx.service", root):
         return None
     env = read_env_file(_at(root, SCX_DEFAULTS))
     # scx.service runs ${SCX_SCHEDULER_OVERRIDE:-$SCX_SCHEDULER}.
@@ -142,7 +134,7 @@ def unit_targets(our_unit: Path | None, *, root: str = "") -> list[UnitTarget]:
     scx = _scx_service(root)
     if scx is not None:
         targets.append(scx)
-    if _unit_file("scx_loader.service", root) is not None:
+    if _has_unit("scx_loader.service", root):
         targets.append(UnitTarget("scx_loader.service", _which(systemd_path(root)),
                                   "when asked for scx_pandemonium: the first on systemd's PATH"))
     return targets

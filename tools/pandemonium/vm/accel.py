@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..common import cache_dir, log
+from ..common import cache_dir, log, read_text
 
 MODES = ("auto", "tcg-single", "tcg-multi", "tcg-icount", "kvm")
 # What tcg-icount means, for every --accel help that offers it (vm, bench-*).
@@ -40,13 +40,6 @@ QEMU_ACCEL_ARGS = {
 PROBE_TIMEOUT_S = 20.0
 _KVM_FAILURE = ("KVM internal error", "emulation failure", "Could not access KVM",
                 "failed to initialize kvm", "KVM: entry failed")
-
-
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return "unknown"
 
 
 def probe_kvm(vmlinuz: Path, qemu: str = "qemu-system-x86_64") -> tuple[bool, str]:
@@ -88,7 +81,8 @@ def kvm_works(vmlinuz: Path) -> bool:
     cache = cache_dir() / "kvm-probe.json"
     # Whether KVM works is a property of this host boot and QEMU build, not of the kernel.
     qemu = shutil.which("qemu-system-x86_64") or ""
-    key = {"boot_id": _boot_id(), "qemu": qemu, "qemu_mtime": os.path.getmtime(qemu) if qemu else 0}
+    boot_id = read_text("/proc/sys/kernel/random/boot_id").strip() or "unknown"
+    key = {"boot_id": boot_id, "qemu": qemu, "qemu_mtime": os.path.getmtime(qemu) if qemu else 0}
     try:
         saved = json.loads(cache.read_text())
         if saved.get("key") == key:

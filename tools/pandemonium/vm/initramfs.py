@@ -152,12 +152,17 @@ def _prune(cache: Path) -> None:
         old.unlink(missing_ok=True)
 
 
-def run_overlay(cmd: list[str] | str, nonce: str, env: dict[str, str] | None = None) -> bytes:
+def overlay(path: str, data: bytes) -> bytes:
+    """A cpio archive of the one file a run adds to the base image."""
     archive = Archive()
-    archive.add_file(guest_init.RUN_SCRIPT, guest_init.run_script(cmd, nonce, env).encode())
+    archive.add_file(path, data)
     out = io.BytesIO()
     archive.write(out)
     return out.getvalue()
+
+
+def run_overlay(cmd: list[str] | str, nonce: str, env: dict[str, str] | None = None) -> bytes:
+    return overlay(guest_init.RUN_SCRIPT, guest_init.run_script(cmd, nonce, env).encode())
 
 
 def assemble(base: Path, overlay: bytes, dest: Path) -> Path:

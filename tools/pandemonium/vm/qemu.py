@@ -83,10 +83,8 @@ def boot(cmd: list[str], console: ConsoleState, *, timeout_s: float, log_path: P
             rc = proc.wait()
             proc.stdout.close()
     timed_out, stalled = ended == TIMEOUT, ended == STALLED
-    if stalled:
-        stop_reason = f"no progress from the guest for {stall_s:.0f} s: stopped by the host"
-    else:
-        stop_reason = None if ended in (EOF, TIMEOUT) else ended
+    stop_reason = (f"no progress from the guest for {stall_s:.0f} s: stopped by the host"
+                   if stalled else None if ended in (EOF, TIMEOUT) else ended)
     return BootResult(console, None if timed_out else rc, timed_out, time.monotonic() - start,
                       stop_reason, stalled)
 

@@ -33,7 +33,6 @@ from ..bench import anchors
 from . import accel as accel_mod
 from . import initramfs, qemu, rootfs
 from .console import EXIT_MARKER, RESULTS_BEGIN, RESULTS_END, ConsoleState, extract_results
-from .cpio import Archive
 from .kernel import ensure_kernel
 from .service_guest import CHECK_MARKER, PHASE_CHECKS, PHASES
 
@@ -63,7 +62,6 @@ STALL_S = 420
 SERVICE_CMDLINE = "systemd.show_status=1 rcupdate.rcu_task_stall_timeout=20000"
 
 _CHECK = re.compile(re.escape(CHECK_MARKER) + r" (\S+) (PASS|FAIL) (\S+) ?(.*)$")
-
 
 
 def _loader_copies() -> str:
@@ -202,16 +200,6 @@ def payload_files(binary: Path, loader: Path | None = None,
     return files
 
 
-def _overlay(phase: str, nonce: str) -> bytes:
-    import io
-
-    archive = Archive()
-    archive.add_file(RUN_CONFIG, json.dumps(run_config(phase, nonce)).encode())
-    out = io.BytesIO()
-    archive.write(out)
-    return out.getvalue()
-
-
 def disk_args(disk: Path) -> list[str]:
     # cache=unsafe: the guest's flushes are not forwarded to the host disk (the file is only read
     # back by the next boot of the same run); the data itself is written all the same.
@@ -229,7 +217,8 @@ def _boot_phase(phase: str, base: Path, disk: Path, tmp: Path, kinfo, mode: str,
         lines.append(line)
         return True
 
-    initrd = initramfs.assemble(base, _overlay(phase, nonce), tmp / f"initrd-{phase}.img")
+    overlay = initramfs.overlay(RUN_CONFIG, json.dumps(run_config(phase, nonce)).encode())
+    initrd = initramfs.assemble(base, overlay, tmp / f"initrd-{phase}.img")
     qcmd = qemu.qemu_command(kinfo.vmlinuz_path, initrd, cpus=cpus, mem_mb=mem_mb, accel=mode,
                              extra_cmdline=SERVICE_CMDLINE, extra_args=disk_args(disk))
     log_path = run_dir / f"vm-console-{phase}.log"
