@@ -120,11 +120,8 @@ def monorepo_requirement(scx: Path, crate: str, dep: str) -> str | None:
     if not path.is_file():
         return None
     spec = read_toml(path).get("dependencies", {}).get(dep)
-    if isinstance(spec, str):
-        return spec
-    if isinstance(spec, dict) and isinstance(spec.get("version"), str):
-        return spec["version"]
-    return None
+    version = spec.get("version") if isinstance(spec, dict) else spec
+    return version if isinstance(version, str) else None
 
 
 # -- Cargo.toml ---------------------------------------------------------------------
@@ -154,17 +151,15 @@ def dump_toml(doc: dict) -> str:
     """Enough TOML for a Cargo manifest: tables, arrays of tables, dependency specs inline."""
     out: list[str] = []
 
-    def is_table(v) -> bool:
-        return isinstance(v, dict)
-
     def is_aot(v) -> bool:
         return isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v)
 
     def emit(path: list[str], table: dict, header: str | None) -> None:
         inline = bool(path) and path[-1] in DEP_TABLES
         scalars = [(k, v) for k, v in table.items()
-                   if inline or not (is_table(v) or is_aot(v))]
-        if header and (scalars or not any(is_table(v) or is_aot(v) for v in table.values())):
+                   if inline or not (isinstance(v, dict) or is_aot(v))]
+        if header and (scalars or not any(isinstance(v, dict) or is_aot(v)
+                                          for v in table.values())):
             out.append(header)
         for k, v in scalars:
             out.append(f"{_key(k)} = {_value(v)}")
@@ -175,7 +170,7 @@ def dump_toml(doc: dict) -> str:
         for k, v in table.items():
             sub = path + [k]
             name = ".".join(_key(p) for p in sub)
-            if is_table(v):
+            if isinstance(v, dict):
                 emit(sub, v, f"[{name}]")
             elif is_aot(v):
                 for item in v:
@@ -211,12 +206,8 @@ def rewrite_manifest(doc: dict, scx: Path, root_doc: dict) -> tuple[dict, list[s
                 notes.append(f"Cargo.toml: {name} from the workspace's [workspace.dependencies]")
             elif crate is not None:
                 path, version = crate
-                new = {"path": path}
-                if version:
-                    new["version"] = version
-                if "default-features" in spec:
-                    new["default-features"] = spec["default-features"]
-                deps[name] = {**new, **extra}
+                deps[name] = {"path": path, **({"version": version} if version else {}),
+                              **{k: spec[k] for k in ("default-features",) if k in spec}, **extra}
                 notes.append(f"Cargo.toml: {name} = path {path}"
                              + (f", version {version}" if version else ""))
             elif name in ALIGN_WITH and (
@@ -317,16 +308,17 @@ def _excluded(rel: str) -> bool:
             or any(p in EXCLUDE_PARTS or p.startswith(".") for p in parts))
 
 
-def source_files(src: Path) -> dict[str, bytes]:
-    files: dict[str, bytes] = {}
+def _dir_files(root: Path):
+    """(relative path, path) of every file under root's COPY_DIRS, sorted per directory."""
     for d in COPY_DIRS:
-        base = src / d
-        if not base.is_dir():
-            continue
-        for path in sorted(base.rglob("*")):
-            rel = path.relative_to(src).as_posix()
-            if path.is_file() and not _excluded(rel):
-                files[rel] = path.read_bytes()
+        if (root / d).is_dir():
+            for path in sorted((root / d).rglob("*")):
+                if path.is_file():
+                    yield path.relative_to(root).as_posix(), path
+
+
+def source_files(src: Path) -> dict[str, bytes]:
+    files = {rel: path.read_bytes() for rel, path in _dir_files(src) if not _excluded(rel)}
     for name in COPY_FILES:
         if (src / name).is_file():
             files[name] = (src / name).read_bytes()
@@ -373,14 +365,7 @@ def compare(files: dict[str, bytes], crate_dir: Path) -> list[tuple[str, str]]:
             changes.append(("create", rel))
         elif dest.read_bytes() != data:
             changes.append(("update", rel))
-    for d in COPY_DIRS:
-        base = crate_dir / d
-        if base.is_dir():
-            for path in sorted(base.rglob("*")):
-                rel = path.relative_to(crate_dir).as_posix()
-                if path.is_file() and rel not in files:
-                    changes.append(("delete", rel))
-    return changes
+    return changes + [("delete", rel) for rel, _ in _dir_files(crate_dir) if rel not in files]
 
 
 def foreign_crate(crate_dir: Path) -> bool:

@@ -75,12 +75,8 @@ def find(proc_root: str | os.PathLike = "/proc") -> list[Attached]:
         entries = [e for e in Path(proc_root).iterdir() if e.name.isdigit()]
     except OSError:
         return []
-    found = []
-    for entry in sorted(entries, key=lambda e: int(e.name)):
-        a = _candidate(entry)
-        if a is not None:
-            found.append(a)
-    return found
+    return [a for e in sorted(entries, key=lambda e: int(e.name))
+            if (a := _candidate(e)) is not None]
 
 
 def describe(found: list[Attached], installed: str | None) -> tuple[list[str], list[str]]:
