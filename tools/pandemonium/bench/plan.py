@@ -46,55 +46,52 @@ class Phase:
     limit: float | None = None
 
 
+def _figure(name: str, metric: str, unit: str, part_of: str, **kw) -> Phase:
+    """A figure of a guest phase that yields several: no timed window of its own."""
+    return Phase(name, metric, unit, 0.0, timed=False, part_of=part_of, **kw)
+
+
 # The admin phase's figures (issue #32's bars as targets). The configured values are the
 # kernel's own: cpu.weight 300/100; cpu.max 50000/100000 = 0.5 CPU; nice 0 against 19 is
 # sched_prio_to_weight 1024/15; SCHED_IDLE's weight is 3, so plain hogs' share is 1024/1027.
 ADMIN_FIGURES = [
-    Phase("admin-weight", "cpu.weight 300/100 CPU-time ratio", "ratio", 0.0, timed=False,
-          better="configured", configured=3.0, tol=0.10, part_of="admin"),
-    Phase("admin-cpumax", "cpu.max 50000 100000 group's CPUs", "CPU", 0.0, timed=False,
-          better="configured", configured=0.5, tol=0.10, part_of="admin"),
-    Phase("admin-nice", "nice 0/19 CPU-time ratio", "ratio", 0.0, timed=False,
-          better="configured", configured=1024 / 15, tol=0.15, tol_to_eevdf=True,
-          part_of="admin"),
-    Phase("admin-nice-lat", "cyclictest P99 beside nice-19 hogs", "us", 0.0, timed=False,
-          target=1.0, part_of="admin"),
-    Phase("admin-idle-lat", "cyclictest P99 beside SCHED_IDLE hogs", "us", 0.0, timed=False,
-          target=1.0, part_of="admin"),
-    Phase("admin-idle-share", "plain hogs' share beside SCHED_IDLE hogs", "share", 0.0,
-          timed=False, better="configured", configured=1024 / 1027, tol=0.05, part_of="admin"),
-    Phase("admin-build", "hackbench beside a cpu.weight=20 build", "s", 0.0, timed=False,
-          target=1.0, part_of="admin"),
+    _figure("admin-weight", "cpu.weight 300/100 CPU-time ratio", "ratio", "admin",
+            better="configured", configured=3.0, tol=0.10),
+    _figure("admin-cpumax", "cpu.max 50000 100000 group's CPUs", "CPU", "admin",
+            better="configured", configured=0.5, tol=0.10),
+    _figure("admin-nice", "nice 0/19 CPU-time ratio", "ratio", "admin",
+            better="configured", configured=1024 / 15, tol=0.15, tol_to_eevdf=True),
+    _figure("admin-nice-lat", "cyclictest P99 beside nice-19 hogs", "us", "admin", target=1.0),
+    _figure("admin-idle-lat", "cyclictest P99 beside SCHED_IDLE hogs", "us", "admin", target=1.0),
+    _figure("admin-idle-share", "plain hogs' share beside SCHED_IDLE hogs", "share", "admin",
+            better="configured", configured=1024 / 1027, tol=0.05),
+    _figure("admin-build", "hackbench beside a cpu.weight=20 build", "s", "admin", target=1.0),
 ]
 
 # What gamers and audio users feel beside a build (issue #33; felt.py): a 144 Hz game loop (4
 # workers x 1 ms, a render thread) and a PipeWire-like period (256 frames at 48 kHz, 0.5 ms of
 # work), each alone (the floor: reference figures) and then beside bench-soak's build load.
 FRAMES_FIGURES = [
-    Phase("frames-p50", "game frame time P50 beside a build", "ms", 0.0, timed=False,
-          part_of="frames"),
-    Phase("frames-p99", "game frame time P99 beside a build", "ms", 0.0, timed=False,
-          part_of="frames"),
+    _figure("frames-p50", "game frame time P50 beside a build", "ms", "frames"),
+    _figure("frames-p99", "game frame time P99 beside a build", "ms", "frames"),
     # MangoHud's HUD "1%": the frame rate of the 1st percentile (felt.py, src/cli/frames).
-    Phase("frames-low", "game 1 % low FPS beside a build", "fps", 0.0, timed=False,
-          better="higher", target=1.0, target_note="and >= each anchor's (notes)",
-          part_of="frames"),
-    Phase("frames-over", "game frames over budget (> 1/144 s + 10 %) beside a build", "%", 0.0,
-          timed=False, limit=1.0, part_of="frames"),
-    Phase("frames-floor-low", "game 1 % low FPS, no load", "fps", 0.0, timed=False,
-          better="higher", reference=True, part_of="frames"),
-    Phase("frames-floor-over", "game frames over budget, no load", "%", 0.0, timed=False,
-          reference=True, part_of="frames"),
+    _figure("frames-low", "game 1 % low FPS beside a build", "fps", "frames", better="higher",
+            target=1.0, target_note="and >= each anchor's (notes)"),
+    _figure("frames-over", "game frames over budget (> 1/144 s + 10 %) beside a build", "%",
+            "frames", limit=1.0),
+    _figure("frames-floor-low", "game 1 % low FPS, no load", "fps", "frames", better="higher",
+            reference=True),
+    _figure("frames-floor-over", "game frames over budget, no load", "%", "frames",
+            reference=True),
 ]
 AUDIO_FIGURES = [
-    Phase("audio-xruns", "audio periods missed (xruns) beside a build", "%", 0.0, timed=False,
-          limit=0.1, part_of="audio"),
-    Phase("audio-wake", "audio wakeup latency P99 beside a build", "us", 0.0, timed=False,
-          part_of="audio"),
-    Phase("audio-floor-xruns", "audio periods missed (xruns), no load", "%", 0.0, timed=False,
-          reference=True, part_of="audio"),
-    Phase("audio-floor-wake", "audio wakeup latency P99, no load", "us", 0.0, timed=False,
-          reference=True, part_of="audio"),
+    _figure("audio-xruns", "audio periods missed (xruns) beside a build", "%", "audio",
+            limit=0.1),
+    _figure("audio-wake", "audio wakeup latency P99 beside a build", "us", "audio"),
+    _figure("audio-floor-xruns", "audio periods missed (xruns), no load", "%", "audio",
+            reference=True),
+    _figure("audio-floor-wake", "audio wakeup latency P99, no load", "us", "audio",
+            reference=True),
 ]
 BESIDE_WINDOWS = 3  # the frames and audio phases measure 3 BENCH_D beside the build, 1 alone
 

@@ -107,12 +107,11 @@ def write_report(out: Path, res, duration: int, cpus: int) -> int:
     title = (f"bench-soak: {duration} s, {cpus} vCPUs, kernel {res.kernel_version}, "
              f"{res.accel_used}")
     text = markdown(windows, events, verdicts, title)
-    if complaints:
-        text += "\nKernel log complaints:\n\n" + "\n".join(f"    {c}" for c in complaints) + "\n"
-    context = ejection_context(dmesg, _read("sched.log"))
-    if context:
-        text += "\nEjections, with the kernel's and the daemon's words:\n\n" + "\n".join(
-            f"    {c}" for c in context) + "\n"
+    for head, lines in (("Kernel log complaints", complaints),
+                        ("Ejections, with the kernel's and the daemon's words",
+                         ejection_context(dmesg, _read("sched.log")))):
+        if lines:
+            text += f"\n{head}:\n\n" + "\n".join(f"    {c}" for c in lines) + "\n"
     if res.stalled:
         text += f"\nThe guest wedged: no progress for {plan.PROGRESS_TIMEOUT_S:.0f} s.\n"
     table = out / "soak.md"
