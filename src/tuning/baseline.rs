@@ -59,8 +59,10 @@ const MIXED_BATCH_CAP: TauCap = TauCap {
 
 /// Unscaled regime values. LIGHT: idle CPUs absorb wakers, so slices can be longer and L2
 /// placement only weak. MIXED: interactive and batch share CPUs, so the tight 1 ms slice and
-/// strong L2 placement keep pipe partners cache-hot. HEAVY: wider slices cut switch overhead,
-/// and with no idle siblings to find, strong L2 search is wasted work.
+/// strong L2 placement keep pipe partners cache-hot. HEAVY: every CPU is busy, so interactive
+/// work waits exactly as long as the interactive slice and the preemption delay let it; they
+/// stay MIXED's (wider ones gave cyclictest beside busy loops a worse P99 than --no-adaptive's
+/// fixed knobs). With no idle siblings to find, strong L2 search is wasted work.
 pub fn regime_knobs(r: Regime) -> TuningKnobs {
     let d = TuningKnobs::defaults();
     match r {
@@ -77,8 +79,8 @@ pub fn regime_knobs(r: Regime) -> TuningKnobs {
             ..d
         },
         Regime::Heavy => TuningKnobs {
-            slice_ns: 4 * MS,
-            preempt_thresh_ns: 2 * MS,
+            slice_ns: MS,
+            preempt_thresh_ns: MS,
             affinity_mode: AffinityMode::Weak as u64,
             ..d
         },
