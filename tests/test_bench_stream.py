@@ -372,6 +372,7 @@ def fake_vm(monkeypatch):
         monkeypatch.setattr("tools.pandemonium.vm.run_in_vm", vm)
         monkeypatch.setattr(driver, "check_tools", lambda: None)
         monkeypatch.setattr(driver, "benchlat_binary", lambda: Path("/bin/true"))
+        monkeypatch.setattr(driver, "coopbench_binary", lambda: Path("/bin/true"))
         monkeypatch.setattr(driver, "_first_line", lambda cmd: "?")
         return vm
     return install

@@ -90,10 +90,11 @@ void BPF_STRUCT_OPS(pandemonium_dump_task, struct scx_dump_ctx *dctx, struct tas
 
 	if (!tctx)
 		return;
-	scx_bpf_dump("pandemonium: tier %u flags 0x%x weight %llu samples %u avg_runtime %llu us, queued %llu us ago, wait_rescued %u cgid %llu vtime %lld ns\n",
+	scx_bpf_dump("pandemonium: tier %u flags 0x%x weight %llu samples %u avg_runtime %llu us, queued %llu us ago, wait_rescued %u yielded %u cgid %llu vtime %lld ns\n",
 		     tctx->tier, tctx->flags, tctx->weight, tctx->samples,
 		     tctx->avg_runtime / USEC_NS, dump_age_us(tctx->enqueue_at, now),
-		     tctx->wait_rescued, tctx->cgid, (s64)(p->scx.dsq_vtime - vtime_now));
+		     tctx->wait_rescued, tctx->yielded, tctx->cgid,
+		     (s64)(p->scx.dsq_vtime - vtime_now));
 }
 
 #endif /* __PANDEMONIUM_DUMP_BPF_H */

@@ -202,6 +202,8 @@ struct pandemonium_stats {
 	u64 nr_offline_keeps;
 	u64 nr_offline_kicks;
 	u64 nr_stranded_rescues;
+	u64 nr_yield_kept;
+	u64 nr_yield_handoffs;
 	u64 l2_hit[NR_TIERS];
 	u64 l2_miss[NR_TIERS];
 	u64 wake_lat_sum_ns;

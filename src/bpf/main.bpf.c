@@ -13,6 +13,7 @@
 #include "bandwidth.bpf.h"
 #include "codel.bpf.h"
 #include "preempt.bpf.h"
+#include "yield.bpf.h"
 #include "dispatch.bpf.h"
 #include "dump.bpf.h"
 
@@ -302,6 +303,8 @@ void BPF_STRUCT_OPS(pandemonium_dispatch, s32 cpu, struct task_struct *prev)
 	if (step == DISP_NONE && prev && (prev->scx.flags & SCX_TASK_QUEUED) && (k = knobs()) &&
 	    (tctx = task_ctx(prev)) && may_keep_running(tctx, bpf_ktime_get_ns())) {
 		prev->scx.slice = task_slice(tctx, k);
+		/* A yielder that found nothing to yield to runs on without a running(). */
+		tctx->yielded = 0;
 		STAT_INC(nr_keep_running);
 		step = DISP_KEEP_RUNNING;
 	}
@@ -384,6 +387,7 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 		return;
 	tctx->last_run_at = now;
 	tctx->bw_at = now;
+	tctx->yielded = 0;
 	runner_started(p, tctx, cpu);
 	if ((s = stats()) && tctx->last_cpu >= 0) {
 		if (same_l2(tctx->last_cpu, cpu))
@@ -541,6 +545,18 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	}
 	if (tctx && k && tp)
 		tick_preempt(p, tctx, cpu, k, tp, now);
+}
+
+/*
+ * sched_yield() (@to NULL): yield_cpu(). yield_to() (@to set, KVM's directed yield to a vCPU
+ * holding a lock) is not honoured: there is no DSQ move that runs @to here and now.
+ */
+bool BPF_STRUCT_OPS(pandemonium_yield, struct task_struct *from, struct task_struct *to)
+{
+	if (to)
+		return false;
+	yield_cpu(from);
+	return false;
 }
 
 void BPF_STRUCT_OPS(pandemonium_enable, struct task_struct *p)
@@ -795,6 +811,7 @@ SCX_OPS_DEFINE(pandemonium_ops,
 	       .running = (void *)pandemonium_running,
 	       .stopping = (void *)pandemonium_stopping,
 	       .tick = (void *)pandemonium_tick,
+	       .yield = (void *)pandemonium_yield,
 	       .enable = (void *)pandemonium_enable,
 	       .init_task = (void *)pandemonium_init_task,
 	       .cgroup_init = (void *)pandemonium_cgroup_init,

@@ -235,7 +235,8 @@ static __always_inline void tick_preempt(struct task_struct *p, struct task_ctx 
  * slice. The kernel asks dispatch() before it requeues @prev, so without this a busy loop took the
  * CPU and @prev waited in the overflow for the next tick or longer, in the middle of a burst
  * whose wakeup had been served at once. EEVDF lets a sleeper's lag finish its burst the same
- * way. A hog that is not BATCH yet turns BATCH within a few slices (classify()).
+ * way. A hog that is not BATCH yet turns BATCH within a few slices (classify()). Not after a
+ * sched_yield() that found work queued (yield_cpu()): that work is what @prev yielded to.
  */
 static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 node,
 				      struct tuning_knobs *k, struct topo_params *tp)
@@ -244,7 +245,7 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
 	u64 now = bpf_ktime_get_ns(), ran;
 
 	if (!k || !(prev->scx.flags & SCX_TASK_QUEUED) || !(tctx = task_ctx(prev)) ||
-	    tctx->tier == TIER_BATCH || !may_keep_running(tctx, now))
+	    tctx->tier == TIER_BATCH || tctx->yielded || !may_keep_running(tctx, now))
 		return false;
 	ran = tctx->last_run_at ? now - tctx->last_run_at : 0;
 	/*

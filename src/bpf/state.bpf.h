@@ -88,6 +88,7 @@ struct task_ctx {
 	u8 enq_tier;       /* trace_slow_ro only: the tier it was queued with */
 	u8 cg_idle;        /* its cgroup (or an ancestor) has cpu.idle set */
 	u8 wait_rescued;   /* the wait bound picked it: its next run is not cut short (dispatch.bpf.h) */
+	u8 yielded;        /* sched_yield() gave its CPU up: not kept until it runs (yield.bpf.h) */
 	u64 cgid;          /* its cgroup's id, 0 in the root cgroup */
 	u64 cnt_cgid;      /* the group whose runnable_weight holds cnt_w */
 	u64 cnt_w;         /* weight it added to that sum while runnable, 0 if none */

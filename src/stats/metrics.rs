@@ -97,6 +97,12 @@ stats_struct! {
             "CPUs going offline kicked because work waited in their local queue", _counter;
         nr_stranded_rescues: u64 =
             "CPU queues left unserved for 250 ms moved to the CPU's local queue", _counter;
+        nr_yield_kept: u64 =
+            "sched_yield() calls that kept the CPU: nothing queued here to yield to", _counter;
+        nr_yield_handoffs: u64 =
+            "sched_yield() calls that gave the CPU up and queued the caller behind the work \
+             waiting here",
+            _counter;
         l2_hit: BTreeMap<String, u64> =
             "dispatches that stayed on the task's L2 cache domain, by tier", _counter;
         l2_miss: BTreeMap<String, u64> =
@@ -214,6 +220,8 @@ impl PandemoniumMetrics {
             nr_offline_keeps: st.nr_offline_keeps,
             nr_offline_kicks: st.nr_offline_kicks,
             nr_stranded_rescues: st.nr_stranded_rescues,
+            nr_yield_kept: st.nr_yield_kept,
+            nr_yield_handoffs: st.nr_yield_handoffs,
             l2_hit: by_tier(|t| Some(st.l2_hit[t])),
             l2_miss: by_tier(|t| Some(st.l2_miss[t])),
             wake_lat_sum_ns: st.wake_lat_sum_ns,

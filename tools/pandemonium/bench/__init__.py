@@ -6,7 +6,8 @@ driver.py     run_bench(plan, out_dir): a VM boot runs the plan, more boots resu
 stream.py     reassembles the steps the guest streams over the console (survive a guest crash)
 resume.py     which runs a resumed boot skips, where a boot died, merging the boots (pure)
 native.py     the same driver on this machine (sched_ext kernel, root); native vs VM decision
-guest/        driver.sh (busybox sh executor) and benchlat.c (pipe / launch latency percentiles)
+guest/        driver.sh (busybox sh executor), benchlat.c (pipe / launch latency percentiles) and
+              coopbench.c (libgomp and sched_yield() fork-join loops, issue #34)
 parse.py      raw guest output -> Record per (cores, iteration, scheduler, phase)   (pure)
 aggregate.py  medians, spread, ratio to the bracketing EEVDF runs           (pure)
 scoreboard.py ratio table and "ahead of every other scheduler on N of M phases"   (pure)

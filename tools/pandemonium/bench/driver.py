@@ -65,21 +65,32 @@ class BenchResult:
     notes: list[str] = field(default_factory=list)
 
 
-def benchlat_binary() -> Path:
-    """Compile the guest's latency helper (C, no dependencies) once per source change."""
-    src = GUEST_DIR / "benchlat.c"
-    out = cache_dir("bench") / "benchlat"
+def _guest_binary(name: str, flags: list[str], why: str) -> Path:
+    """Compile guest/NAME.c (C, no dependencies the guest lacks) once per source change."""
+    src = GUEST_DIR / f"{name}.c"
+    out = cache_dir("bench") / name
     if out.is_file() and out.stat().st_mtime >= src.stat().st_mtime:
         return out
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
-        raise PandemoniumError("bench: " + missing_message(
-            ["cc"], "a C compiler builds the guest helper benchlat"))
-    proc = subprocess.run([cc, "-O2", "-Wall", "-o", str(out), str(src)], capture_output=True,
-                          text=True)
+        raise PandemoniumError("bench: " + missing_message(["cc"], why))
+    proc = subprocess.run([cc, "-O2", "-Wall", *flags, "-o", str(out), str(src)],
+                          capture_output=True, text=True)
     if proc.returncode != 0:
         raise PandemoniumError(f"bench: compiling {src} failed:\n{proc.stderr}")
     return out
+
+
+def benchlat_binary() -> Path:
+    """The guest's latency helper."""
+    return _guest_binary("benchlat", [], "a C compiler builds the guest helper benchlat")
+
+
+def coopbench_binary() -> Path:
+    """The guest's parallel-runtime workload (issue #34): libgomp linked statically, as the
+    guest has no libgomp of its own."""
+    return _guest_binary("coopbench", ["-fopenmp", "-static"],
+                         "a C compiler with libgomp (gcc) builds the guest workload coopbench")
 
 
 def missing_tools() -> list[str]:
@@ -217,6 +228,7 @@ def _boot_once(plan: Plan, out_dir: Path, number: int, skipped: list[int], kerne
 
     add = [(str(GUEST_DIR / "driver.sh"), "/usr/local/bin/bench-driver"),
            (str(benchlat_binary()), "/usr/local/bin/benchlat"),
+           (str(coopbench_binary()), "/usr/local/bin/coopbench"),
            (str(BUILD_LOAD), GUEST_BUILD_LOAD)]
     # Each external in its own directory: upstream's binary has our scheduler's name.
     add += [(str(e.path), anchors.guest_path(e)) for e in externals_in(plan)]

@@ -20,7 +20,7 @@ from ..common import PandemoniumError, log, sched_ext_state, scheduler_binary, \
 
 from ..vm.follow import follow
 from .driver import GUEST_DIR, BenchResult, Progress, _first_line, benchlat_binary, \
-    check_tools, driver_env
+    check_tools, coopbench_binary, driver_env
 from .parse import parse_results
 from .plan import Plan, fmt_duration
 
@@ -65,11 +65,11 @@ def native_cores(requested: list[int] | None, online: int, command: str) -> list
 
 
 def _bin_dir(out: Path) -> Path:
-    """scx_pandemonium, pandemonium-tools and benchlat on PATH, as the guest has them in
-    /usr/local/bin."""
+    """scx_pandemonium, pandemonium-tools, benchlat and coopbench on PATH, as the guest has them
+    in /usr/local/bin."""
     d = out / "bin"
     d.mkdir(parents=True, exist_ok=True)
-    for src in (scheduler_binary(), tools_binary(), benchlat_binary()):
+    for src in (scheduler_binary(), tools_binary(), benchlat_binary(), coopbench_binary()):
         (d / src.name).unlink(missing_ok=True)
         (d / src.name).symlink_to(src)
     return d
