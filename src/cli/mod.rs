@@ -13,6 +13,7 @@ pub mod audio;
 pub(crate) mod clock;
 pub mod frames;
 pub mod probe;
+pub mod run_meta;
 mod signal;
 pub mod stats;
 pub mod stress;

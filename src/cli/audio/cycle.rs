@@ -8,6 +8,7 @@ use anyhow::{Context, Result, anyhow};
 use super::config::AudioConfig;
 use super::xrun::step;
 use crate::cli::clock::{Slept, now_ns, sleep_until};
+use crate::cli::run_meta::RunEnd;
 use crate::cli::thread;
 use crate::cli::work::burn_cpu;
 use crate::prng::XorShift64;
@@ -24,8 +25,7 @@ pub(crate) struct Run {
     pub skipped: u64,
     /// Periods missed: late work plus the ones slept through.
     pub xruns: u64,
-    pub elapsed_ns: u64,
-    pub interrupted: bool,
+    pub end: RunEnd,
 }
 
 /// Runs the loop on the calling thread (named and with its timer slack set for the run) until
@@ -54,7 +54,7 @@ pub(crate) fn cycle(cfg: &AudioConfig, stop: &AtomicBool) -> Result<Run> {
     let mut deadline = start + period;
     while deadline <= end && n < cap {
         if stop.load(Ordering::Relaxed) {
-            run.interrupted = true;
+            run.end.interrupted = true;
             break;
         }
         if sleep_until(deadline).context("clock_nanosleep")? == Slept::Interrupted {
@@ -76,7 +76,7 @@ pub(crate) fn cycle(cfg: &AudioConfig, stop: &AtomicBool) -> Result<Run> {
         run.xruns += s.misses();
         deadline = s.next;
     }
-    run.elapsed_ns = now_ns() - start;
+    run.end.elapsed_ns = now_ns() - start;
     late.truncate(n);
     run.wake_late = late;
     Ok(run)
@@ -99,20 +99,20 @@ mod tests {
         let run = std::thread::spawn(move || cycle(&cfg, &AtomicBool::new(false)).unwrap())
             .join()
             .unwrap();
-        assert!(!run.interrupted);
+        assert!(!run.end.interrupted);
         let periods = run.wake_late.len() as u64;
         // One sample per period start in the 60 ms: 30, of which a loaded host may have slept
         // through some.
         assert!((29..=31).contains(&periods), "{periods} periods");
         assert_eq!(periods, run.wakes + run.skipped);
         assert!(run.xruns >= run.skipped && run.xruns <= periods);
-        assert!(run.elapsed_ns >= 58_000_000);
+        assert!(run.end.elapsed_ns >= 58_000_000);
     }
 
     #[test]
     fn a_raised_stop_flag_ends_the_run_at_once() {
         let run = cycle(&AudioConfig::default(), &AtomicBool::new(true)).unwrap();
-        assert!(run.interrupted);
+        assert!(run.end.interrupted);
         assert_eq!((run.wakes, run.wake_late.len()), (0, 0));
     }
 }

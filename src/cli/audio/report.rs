@@ -5,9 +5,11 @@ use serde::Serialize;
 
 use super::config::AudioConfig;
 use super::cycle::Run;
+use crate::cli::run_meta::RunMeta;
 use crate::cli::stats::Summary;
 
-/// Its JSON is the fields in this order, after `"tool":"audio"`.
+/// Its JSON is the fields in this order, after `"tool":"audio"`, with `run`'s fields in its place
+/// (flattened).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "tool", rename = "audio")]
 pub struct AudioReport {
@@ -16,12 +18,8 @@ pub struct AudioReport {
     pub period_ns: u64,
     pub work_min_ns: u64,
     pub work_max_ns: u64,
-    pub timer_slack_ns: Option<u64>,
-    pub name: Option<String>,
-    pub seed: u64,
-    pub elapsed_ns: u64,
-    /// Stopped by the stop flag (a signal) before its duration.
-    pub interrupted: bool,
+    #[serde(flatten)]
+    pub run: RunMeta,
     /// Periods of the run: `wakes` + `skipped`.
     pub periods: u64,
     pub wakes: u64,
@@ -51,11 +49,12 @@ impl AudioReport {
             period_ns: cfg.period_ns(),
             work_min_ns: cfg.work_min_ns,
             work_max_ns: cfg.work_max_ns,
-            timer_slack_ns: cfg.timer_slack_ns,
-            name: cfg.name.clone(),
-            seed: cfg.seed,
-            elapsed_ns: run.elapsed_ns,
-            interrupted: run.interrupted,
+            run: RunMeta {
+                timer_slack_ns: cfg.timer_slack_ns,
+                name: cfg.name.clone(),
+                seed: cfg.seed,
+                end: run.end,
+            },
             periods: s.count,
             wakes: run.wakes,
             skipped: run.skipped,
@@ -90,7 +89,7 @@ impl AudioReport {
             us(self.work_min_ns),
             us(self.work_max_ns),
             self.periods,
-            self.elapsed_ns as f64 / 1e9,
+            self.run.end.elapsed_ns as f64 / 1e9,
             self.xruns,
             100.0 * self.xrun_ratio,
             self.skipped,
@@ -98,7 +97,7 @@ impl AudioReport {
             us(self.wake_p99_ns),
             us(self.wake_max_ns),
         );
-        if self.interrupted {
+        if self.run.end.interrupted {
             line.push_str(" [interrupted]");
         }
         line
@@ -108,6 +107,7 @@ impl AudioReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::run_meta::RunEnd;
 
     #[test]
     fn json_has_every_field_in_order() {
@@ -116,8 +116,10 @@ mod tests {
             wakes: 3,
             skipped: 1,
             xruns: 2,
-            elapsed_ns: 21_000_000,
-            interrupted: false,
+            end: RunEnd {
+                elapsed_ns: 21_000_000,
+                interrupted: false,
+            },
         };
         let r = AudioReport::new(&AudioConfig::default(), run);
         assert_eq!(

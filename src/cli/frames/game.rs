@@ -23,6 +23,7 @@ use anyhow::{Context, Result, anyhow};
 
 use super::config::FramesConfig;
 use crate::cli::clock::{Slept, now_ns, sleep_until};
+use crate::cli::run_meta::RunEnd;
 use crate::cli::thread as cli_thread;
 use crate::cli::work::burn_cpu;
 
@@ -167,8 +168,7 @@ pub(crate) struct Run {
     pub presents: Vec<u64>,
     /// Frames run, warm-up included.
     pub frames_run: u64,
-    pub elapsed_ns: u64,
-    pub interrupted: bool,
+    pub end: RunEnd,
 }
 
 /// Runs the game on the calling thread (renamed `GameThread` for the run) until the warm-up
@@ -200,7 +200,7 @@ pub(crate) fn play(cfg: &FramesConfig, stop: &AtomicBool) -> Result<Run> {
     let mut k = 0;
     'frames: while deadline <= end && n < cap {
         if stop.load(Ordering::Relaxed) {
-            run.interrupted = true;
+            run.end.interrupted = true;
             break;
         }
         if sleep_until(deadline).context("clock_nanosleep")? == Slept::Interrupted {
@@ -211,7 +211,7 @@ pub(crate) fn play(cfg: &FramesConfig, stop: &AtomicBool) -> Result<Run> {
         crew.release(k);
         while crew.sh.presented.load(Ordering::Acquire) < k {
             if stop.load(Ordering::Relaxed) {
-                run.interrupted = true;
+                run.end.interrupted = true;
                 break 'frames;
             }
             thread::park_timeout(STOP_POLL);
@@ -224,7 +224,7 @@ pub(crate) fn play(cfg: &FramesConfig, stop: &AtomicBool) -> Result<Run> {
         }
         deadline = (deadline + cfg.period_ns).max(now_ns());
     }
-    run.elapsed_ns = now_ns() - start;
+    run.end.elapsed_ns = now_ns() - start;
     drop(crew);
     run.frames_run = k;
     for v in [&mut starts, &mut wake_late, &mut presents] {
@@ -254,7 +254,7 @@ mod tests {
         let run = std::thread::spawn(move || play(&cfg, &AtomicBool::new(false)).unwrap())
             .join()
             .unwrap();
-        assert!(!run.interrupted);
+        assert!(!run.end.interrupted);
         let n = run.presents.len();
         // At most one frame per period of the recorded window; a loaded test host may run
         // fewer, but some.
@@ -277,7 +277,7 @@ mod tests {
             std::thread::spawn(|| play(&FramesConfig::default(), &AtomicBool::new(true)).unwrap())
                 .join()
                 .unwrap();
-        assert!(run.interrupted);
+        assert!(run.end.interrupted);
         assert_eq!((run.frames_run, run.presents.len()), (0, 0));
     }
 }

@@ -6,14 +6,15 @@ use serde::Serialize;
 use super::config::FramesConfig;
 use super::game::Run;
 use super::metrics::{FrameStats, budget_ns, frame_times};
+use crate::cli::run_meta::RunEnd;
 use crate::cli::stats::Summary;
 
 /// The environment variable Steam sets for every game it starts, and gaming mode reads
 /// (src/games/ids.rs).
 pub const STEAM_GAME_ID: &str = "SteamGameId";
 
-/// Its JSON is the fields in this order after `"tool":"frames"`, then the frame statistics'
-/// fields (flattened).
+/// Its JSON is the fields in this order after `"tool":"frames"`, `end`'s and the frame
+/// statistics' fields in their places (flattened).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "tool", rename = "frames")]
 pub struct FramesReport {
@@ -28,9 +29,8 @@ pub struct FramesReport {
     pub timer_slack_ns: Option<u64>,
     /// `SteamGameId` in the environment: launched as Steam launches a game.
     pub steam_game_id: Option<String>,
-    pub elapsed_ns: u64,
-    /// Stopped by the stop flag (a signal) before its duration.
-    pub interrupted: bool,
+    #[serde(flatten)]
+    pub end: RunEnd,
     /// Frames run, warm-up included.
     pub frames_run: u64,
     /// Frame start (the main thread's wake) to present: how long a frame's work took.
@@ -74,8 +74,7 @@ impl FramesReport {
             tolerance_pct: cfg.tolerance_pct,
             timer_slack_ns: cfg.timer_slack_ns,
             steam_game_id,
-            elapsed_ns: run.elapsed_ns,
-            interrupted: run.interrupted,
+            end: run.end,
             frames_run: run.frames_run,
             latency_p50_ns: latency.p50_ns,
             latency_p99_ns: latency.p99_ns,
@@ -107,7 +106,7 @@ impl FramesReport {
                 None => String::new(),
             },
             s.frames,
-            self.elapsed_ns as f64 / 1e9,
+            self.end.elapsed_ns as f64 / 1e9,
             ms(s.p50_ns),
             ms(s.p99_ns),
             ms(s.max_ns),
@@ -119,7 +118,7 @@ impl FramesReport {
             s.over_budget,
             100.0 * s.over_budget_ratio,
         );
-        if self.interrupted {
+        if self.end.interrupted {
             line.push_str(" [interrupted]");
         }
         line
@@ -138,8 +137,10 @@ mod tests {
             wake_late: vec![1_000, 2_000, 3_000, 50_000],
             starts,
             frames_run: 300,
-            elapsed_ns: 2_000_000_000,
-            interrupted: false,
+            end: RunEnd {
+                elapsed_ns: 2_000_000_000,
+                interrupted: false,
+            },
         }
     }
 
@@ -161,7 +162,10 @@ mod tests {
             j.starts_with(r#"{"tool":"frames","fps":100.0,"period_ns":10000000,"#),
             "{j}"
         );
-        assert!(j.contains(r#""steam_game_id":"480","#), "{j}");
+        assert!(
+            j.contains(r#""steam_game_id":"480","elapsed_ns":2000000000,"interrupted":false,"#),
+            "{j}"
+        );
         assert!(j.contains(r#""fps_1pct_low":50.0,"#), "{j}");
         assert!(j.contains(r#""over_budget":1,"#), "{j}");
         assert!(!j.contains("frame_times"));

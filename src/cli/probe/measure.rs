@@ -9,6 +9,7 @@ use super::config::{Pacing, ProbeConfig};
 use super::omission::backfill;
 use super::report::ProbeReport;
 use crate::cli::clock::{Slept, now_ns, sleep_until, spin_until};
+use crate::cli::run_meta::RunEnd;
 use crate::cli::thread;
 use crate::prng::XorShift64;
 
@@ -52,8 +53,7 @@ pub(crate) struct Run {
     pub samples: usize,
     pub wakes: u64,
     pub deadline_misses: u64,
-    pub elapsed_ns: u64,
-    pub interrupted: bool,
+    pub end: RunEnd,
 }
 
 /// The hot loop: sleep to a deadline, stamp the wake, backfill swallowed deadlines, spin the
@@ -72,7 +72,7 @@ fn sample(cfg: &ProbeConfig, stop: &AtomicBool, buf: &mut [u64]) -> Result<Run> 
     let mut next = deadline + draw();
     while run.samples < buf.len() && deadline <= end {
         if stop.load(Ordering::Relaxed) {
-            run.interrupted = true;
+            run.end.interrupted = true;
             break;
         }
         if sleep_until(deadline).context("clock_nanosleep")? == Slept::Interrupted {
@@ -97,7 +97,7 @@ fn sample(cfg: &ProbeConfig, stop: &AtomicBool, buf: &mut [u64]) -> Result<Run> 
         deadline = next;
         next = deadline + draw();
     }
-    run.elapsed_ns = now_ns() - start;
+    run.end.elapsed_ns = now_ns() - start;
     Ok(run)
 }
 
@@ -125,8 +125,8 @@ mod tests {
         assert!(r.samples.windows(2).all(|w| w[0] <= w[1]));
         assert!(r.min_ns <= r.p50_ns && r.p50_ns <= r.p99_ns);
         assert!(r.p99_ns <= r.p999_ns && r.p999_ns <= r.max_ns);
-        assert!(r.elapsed_ns >= 49 * 1_000_000);
-        assert!(!r.interrupted);
+        assert!(r.run.end.elapsed_ns >= 49 * 1_000_000);
+        assert!(!r.run.end.interrupted);
     }
 
     #[test]
@@ -158,7 +158,7 @@ mod tests {
     #[test]
     fn a_raised_stop_flag_ends_the_run_at_once() {
         let r = measure_until(&ProbeConfig::default(), &AtomicBool::new(true)).unwrap();
-        assert!(r.interrupted);
+        assert!(r.run.end.interrupted);
         assert_eq!(r.count, 0);
         assert_eq!(r.p99_ns, 0);
     }

@@ -3,11 +3,13 @@
 
 use super::config::{Pacing, ProbeConfig};
 use super::measure::Run;
+use crate::cli::run_meta::RunMeta;
 use crate::cli::stats::Summary;
 use serde::Serialize;
 
-/// Its JSON is the fields in this order, after `"tool":"probe"`; the samples are left out (the
-/// summary is what the tools compare, and a 10 s run at 1 ms would be 10 000 numbers).
+/// Its JSON is the fields in this order, after `"tool":"probe"`, with `run`'s fields in its place
+/// (flattened); the samples are left out (the summary is what the tools compare, and a 10 s run
+/// at 1 ms would be 10 000 numbers).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "tool", rename = "probe")]
 pub struct ProbeReport {
@@ -18,12 +20,8 @@ pub struct ProbeReport {
     /// Frame rate in frame mode.
     pub fps: Option<f64>,
     pub work_ns: u64,
-    pub timer_slack_ns: Option<u64>,
-    pub name: Option<String>,
-    pub seed: u64,
-    pub elapsed_ns: u64,
-    /// Stopped by the stop flag (a signal) before its duration or count.
-    pub interrupted: bool,
+    #[serde(flatten)]
+    pub run: RunMeta,
     /// Times the probe actually woke.
     pub wakes: u64,
     /// Samples: one per scheduled deadline, so `wakes` plus the swallowed ones.
@@ -77,11 +75,12 @@ impl ProbeReport {
                 .frames
                 .then(|| (1e12 / cfg.pacing.min_ns() as f64).round() / 1e3),
             work_ns: cfg.work_ns,
-            timer_slack_ns: cfg.timer_slack_ns,
-            name: cfg.name.clone(),
-            seed: cfg.seed,
-            elapsed_ns: run.elapsed_ns,
-            interrupted: run.interrupted,
+            run: RunMeta {
+                timer_slack_ns: cfg.timer_slack_ns,
+                name: cfg.name.clone(),
+                seed: cfg.seed,
+                end: run.end,
+            },
             wakes: run.wakes,
             count: s.count,
             missed_periods: s.count - run.wakes,
@@ -115,7 +114,7 @@ impl ProbeReport {
             self.count,
             self.wakes,
             self.missed_periods,
-            self.elapsed_ns as f64 / 1e9,
+            self.run.end.elapsed_ns as f64 / 1e9,
             us(self.p50_ns),
             us(self.p99_ns),
             us(self.p999_ns),
@@ -126,7 +125,7 @@ impl ProbeReport {
             self.deadline_misses,
             100.0 * self.deadline_miss_ratio,
         );
-        if self.interrupted {
+        if self.run.end.interrupted {
             line.push_str(" [interrupted]");
         }
         line
@@ -136,6 +135,7 @@ impl ProbeReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::run_meta::RunEnd;
 
     fn report(samples: Vec<u64>, wakes: u64) -> ProbeReport {
         let cfg = ProbeConfig {
@@ -146,8 +146,10 @@ mod tests {
             samples: samples.len(),
             wakes,
             deadline_misses: 2,
-            elapsed_ns: 3_000_000_000,
-            interrupted: false,
+            end: RunEnd {
+                elapsed_ns: 3_000_000_000,
+                interrupted: false,
+            },
         };
         ProbeReport::new(&cfg, run, samples)
     }
