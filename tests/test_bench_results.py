@@ -229,11 +229,12 @@ def test_trace_and_sys_notes(tmp_path):
     assert per["dispatch"]["ns_per_call"] == 100.0
     assert per["prog_id 43"]["ns_per_call"] is None  # no symbol, never ran
     assert records[0].extra["attach_s"] == pytest.approx(12.34)
-    assert (records[0].extra["cpus_online"], records[0].extra["nodes"]) == (2, 1)
+    x = records[0].extra
+    assert (x["cpus_online"], x["nodes"], x["cpu0_siblings"]) == (2, 1, "0")
     notes = commands.notes_for(commands.BY_NAME["bench-trace"], result, [])
     assert any("3 BPF programs ran 4000 times, 250 ns per run" in n for n in notes)
     assert any("ns per call" in n and "select_cpu 300 (n=3000), dispatch 100 (n=1000)" in n
-               and "attached in 12.34 s" in n for n in notes)
+               and "attached in 12.34 s; 42 contended spinlocks" in n for n in notes)
     raw = tmp_path / "vm" / "raw"
     raw.mkdir(parents=True)
     (raw / "c2-i1-pandemonium.sched.log").write_text("starting\nd/s: 10 idle: 5%\nd/s: 12 idle: 3%\n")

@@ -203,8 +203,9 @@ def callback_of(prog_name: str) -> str:
 def _bpfstats(text: str, rec: Record) -> None:
     """perf messaging time, plus what phase_bpfstats appends: the BPF program stats ('bpfprog
     name=NAME prog_type: N prog_id: N run_time_ns: N run_cnt: N'; NAME '-' when the guest had no
-    symbol for it), trace event counts ('COUNT trace EVENT:'), 'attach_cs N' and
-    'cpus_online N nodes M'. extra['bpf_per_prog'] maps each callback to its run_cnt,
+    symbol for it), trace event counts ('COUNT trace EVENT:'), 'lock_contentions N' (contended
+    spinlocks over the load, when perf could count them), 'attach_cs N' and
+    'cpus_online N nodes M cpu0_siblings LIST' (SMT: CPU 0's thread siblings). extra['bpf_per_prog'] maps each callback to its run_cnt,
     run_time_ns and ns_per_call."""
     _messaging(text, rec)
     progs = []
@@ -230,12 +231,17 @@ def _bpfstats(text: str, rec: Record) -> None:
     rec.extra = {"bpf_progs": len(progs), "bpf_run_cnt": runs, "bpf_run_time_ns": ns,
                  "bpf_ns_per_run": ns / runs if runs else None, "trace_events": events,
                  "bpf_per_prog": per}
+    m = re.search(r"^lock_contentions (\d+)", text, re.M)
+    if m:
+        rec.extra["lock_contentions"] = int(m.group(1))
     m = re.search(r"^attach_cs (\d+)", text, re.M)
     if m:
         rec.extra["attach_s"] = int(m.group(1)) / 100.0
-    m = re.search(r"^cpus_online (\d+) nodes (\d+)", text, re.M)
+    m = re.search(r"^cpus_online (\d+) nodes (\d+)(?: cpu0_siblings (\S+))?", text, re.M)
     if m:
         rec.extra["cpus_online"], rec.extra["nodes"] = int(m.group(1)), int(m.group(2))
+        if m.group(3) and m.group(3) != "-":
+            rec.extra["cpu0_siblings"] = m.group(3)
 
 
 def _telemetry(text: str, rec: Record) -> None:

@@ -119,6 +119,8 @@ def _trace(result, cells) -> list[str]:
             out.append(f"{r.scheduler} at {r.cores} cores, ns per call (run_time_ns / run_cnt, "
                        f"guest time): {progs}"
                        + (f"; attached in {x['attach_s']:.2f} s" if "attach_s" in x else "")
+                       + (f"; {x['lock_contentions']} contended spinlocks"
+                          if "lock_contentions" in x else "")
                        + (f"; daemon CPU {r.sched_cpu_pct:.1f} %"
                           if r.sched_cpu_pct is not None else ""))
     return out + [f"raw captures: {result.results_dir / 'raw'}"]

@@ -481,7 +481,16 @@ phase_bpfstats() {
     for e in sched_ext sched/sched_switch sched/sched_wakeup; do
         [ -e $T/events/$e/enable ] && echo 1 > $T/events/$e/enable
     done
-    perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1
+    # Contended spinlocks (lock:contention_begin, all CPUs) over the load: under single-threaded
+    # TCG the spinner's PAUSE hands the emulator to the other vCPUs, so each one costs the
+    # caller a round of them in guest time, and a callback's ns per call with it.
+    if perf stat -a -x, -e lock:contention_begin -o /tmp/bench-lockstat true > /dev/null 2>&1; then
+        perf stat -a -x, -e lock:contention_begin -o /tmp/bench-lockstat \
+            perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1
+        echo "lock_contentions $(grep 'lock:contention_begin' /tmp/bench-lockstat | cut -d, -f1)"
+    else
+        perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1
+    fi
     for e in sched_ext sched/sched_switch sched/sched_wakeup; do
         [ -e $T/events/$e/enable ] && echo 0 > $T/events/$e/enable
     done
@@ -498,7 +507,8 @@ phase_bpfstats() {
     done
     # The attach that this scheduler run began with (attach()), and the guest's CPUs and nodes.
     echo "attach_cs ${ATTACH_CS:--}"
-    echo "cpus_online $(ncpu) nodes $(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)"
+    echo "cpus_online $(ncpu) nodes $(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)" \
+        "cpu0_siblings $(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list 2>/dev/null || echo -)"
     # Event counts (the ring buffer keeps the most recent events only; the counts say which).
     grep -v '^#' $T/trace | awk '{print "trace " $5}' | sort | uniq -c
     echo 0 > /proc/sys/kernel/bpf_stats_enabled
