@@ -213,8 +213,8 @@ class _Boot:
 
 
 # Single-threaded TCG brings vCPUs up one after another and runs them in turn: under tcg-icount
-# the guest booted in ~70 s at 2 and 8 vCPUs and ~230 s at 32 (issue #33 item 5's sizes), and the
-# fixed 900 s margin alone would not cover 64.
+# the guest booted in ~70 s at 2 and 8 vCPUs, 4-8 min at 32 and ~7 min at 64 on a busy 2-core host
+# (issue #33 item 5's sizes), which the fixed 900 s margin alone would not cover.
 BOOT_S_PER_VCPU = 15
 
 
