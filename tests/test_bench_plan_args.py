@@ -210,3 +210,17 @@ def test_unknown_phase_or_scheduler_is_refused_by_name(argv):
     spec = commands.BY_NAME["bench-scale"]
     with pytest.raises(PandemoniumError, match="choose from"):
         commands.plan_from_args(spec, _args("bench-scale", *argv))
+
+
+def test_topology_is_checked_against_the_largest_core_count():
+    spec = commands.BY_NAME["bench-trace"]
+    args = _args("bench-trace", "--cores", "32", "--topology", "nodes=2,threads=2")
+    topo = commands.topology_from_args(spec, args, commands.plan_from_args(spec, args))
+    assert (topo.nodes, topo.threads) == (2, 2)
+    args = _args("bench-trace", "--cores", "2")
+    assert commands.topology_from_args(spec, args, commands.plan_from_args(spec, args)) is None
+    for cores, topology, msg in (("6", "nodes=4", "do not split"),
+                                 ("8", "sockets=2", "expected nodes=N")):
+        args = _args("bench-trace", "--cores", cores, "--topology", topology)
+        with pytest.raises(PandemoniumError, match=msg):
+            commands.topology_from_args(spec, args, commands.plan_from_args(spec, args))

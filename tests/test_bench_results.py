@@ -224,13 +224,37 @@ def test_trace_and_sys_notes(tmp_path):
     assert records[0].extra["trace_events"] == {"sched_switch": 5120, "sched_wakeup": 801}
     result = SimpleNamespace(records=records, events=[], rc=0, env={}, out_dir=tmp_path,
                              results_dir=tmp_path / "vm")
+    per = records[0].extra["bpf_per_prog"]
+    assert per["select_cpu"] == {"run_cnt": 3000, "run_time_ns": 900000, "ns_per_call": 300.0}
+    assert per["dispatch"]["ns_per_call"] == 100.0
+    assert per["prog_id 43"]["ns_per_call"] is None  # no symbol, never ran
+    assert records[0].extra["attach_s"] == pytest.approx(12.34)
+    x = records[0].extra
+    assert (x["cpus_online"], x["nodes"], x["cpu0_siblings"]) == (2, 1, "0")
     notes = commands.notes_for(commands.BY_NAME["bench-trace"], result, [])
-    assert any("2 BPF programs ran 4000 times, 250 ns per run" in n for n in notes)
+    assert any("3 BPF programs ran 4000 times, 250 ns per run" in n for n in notes)
+    assert any("ns per call" in n and "select_cpu 300 (n=3000), dispatch 100 (n=1000)" in n
+               and "attached in 12.34 s; 42 contended spinlocks" in n for n in notes)
     raw = tmp_path / "vm" / "raw"
     raw.mkdir(parents=True)
     (raw / "c2-i1-pandemonium.sched.log").write_text("starting\nd/s: 10 idle: 5%\nd/s: 12 idle: 3%\n")
     notes = commands.notes_for(commands.BY_NAME["bench-sys"], result, [])
     assert any("2 telemetry lines; last: d/s: 12 idle: 3%" in n for n in notes)
+
+
+def test_bpf_programs_are_named_by_their_callback():
+    from tools.pandemonium.bench.parse import callback_of
+
+    assert callback_of("pandemonium_select_cpu") == "select_cpu"
+    assert callback_of("bpfland_enqueue") == "enqueue"
+    # The longest callback that ends the name: not "init" for init_task, not "exit" for exit_task.
+    assert callback_of("bpfland_init_task") == "init_task"
+    assert callback_of("pandemonium_exit_task") == "exit_task"
+    assert callback_of("pandemonium_cgroup_set_bandwidth") == "cgroup_set_bandwidth"
+    assert callback_of("pandemonium_dump_cpu") == "dump_cpu"
+    assert callback_of("bpfland_init") == "init"
+    assert callback_of("some_syscall_prog") == "some_syscall_prog"
+    assert callback_of("") == "-"
 
 
 def test_fork_thread_notes_name_unsupported_counters(tmp_path):

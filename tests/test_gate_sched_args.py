@@ -147,3 +147,25 @@ def test_start_service_builds_first_and_boots_in_a_thread(monkeypatch):
     assert run.layers == ["service"] and run.passed and run.cpus == 2
     name, prep, cpus, echo = events[1][1:]
     assert name != threading.current_thread().name and (prep, cpus, echo) == ("prep", 2, False)
+
+
+def test_gate_topology_reaches_every_vm_and_is_checked_first(monkeypatch, capsys):
+    from tools.pandemonium import cli
+    from tools.pandemonium.vm.qemu import parse_topology
+
+    seen = []
+
+    def run_in_vm(cmd, **kw):
+        seen.append(kw.get("topology"))
+        return SimpleNamespace(kernel_version="6.18", rc=0, accel_used="tcg", duration_s=1.0,
+                               log_path="/nonexistent", out_dir=None)
+    monkeypatch.setattr(tools.pandemonium.vm, "run_in_vm", run_in_vm)
+    monkeypatch.setattr(gate_runner, "listed_tests", lambda gate: {"load"})
+    topo = parse_topology("nodes=2,threads=2")
+    gate_runner.run_gate(Path("/gate"), ["load"], [8, 32], "default", "tcg", "", topo)
+    assert seen == [topo, topo]
+    assert cli.gate_topology(None, [2]) is None
+    assert cli.gate_topology("nodes=2,threads=2", [8, 32]) == topo
+    with pytest.raises(SystemExit):
+        cli.gate_topology("nodes=4,threads=2", [2, 64])  # 2 vCPUs do not split into 4 nodes
+    assert "do not split" in capsys.readouterr().err

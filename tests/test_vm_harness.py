@@ -384,6 +384,35 @@ def test_accel_modes_and_qemu_command():
     assert accel.resolve("tcg-icount", Path("/nonexistent")) == "tcg-icount"
 
 
+def test_topology_splits_cpus_into_numa_nodes_and_smt_siblings():
+    flat = qemu.parse_topology(None)
+    assert flat.flat and flat.qemu_args(4, 1024) == ["-smp", "4"]
+    assert qemu.parse_topology("") == flat
+    topo = qemu.parse_topology("nodes=4,threads=2")
+    assert (topo.nodes, topo.threads, str(topo)) == (4, 2, "nodes=4,threads=2")
+    args = topo.qemu_args(64, 2050)
+    assert args[:2] == ["-smp", "64,sockets=4,cores=8,threads=2"]
+    # One RAM backend per node, its sizes adding up to -m (the last takes the remainder).
+    sizes = [a.split("size=")[1] for a in args if a.startswith("memory-backend-ram")]
+    assert sizes == ["512M", "512M", "512M", "514M"]
+    assert "node,nodeid=3,memdev=mem3" in args and "cpu,node-id=3,socket-id=3" in args
+    # SMT alone: one socket, no -numa.
+    smt = qemu.parse_topology("threads=2").qemu_args(8, 1024)
+    assert smt == ["-smp", "8,sockets=1,cores=4,threads=2"]
+    cmd = qemu.qemu_command(Path("/k"), Path("/i"), cpus=32, mem_mb=2048, accel="tcg-icount",
+                            topology=qemu.parse_topology("nodes=2,threads=2"))
+    joined = " ".join(cmd)
+    assert "-smp 32,sockets=2,cores=8,threads=2" in joined and "-m 2048" in joined
+    assert joined.count("-numa node,") == 2
+    for bad in ("nodes=0", "cores=2", "nodes=2,nodes=4", "nodes=x", "threads"):
+        with pytest.raises(qemu.QemuError):
+            qemu.parse_topology(bad)
+    with pytest.raises(qemu.QemuError, match="do not split"):
+        topo.qemu_args(12, 2048)
+    with pytest.raises(qemu.QemuError, match="128 MB per node"):
+        topo.qemu_args(64, 256)
+
+
 # -- CLI ----------------------------------------------------------------------------
 
 def test_cli_parses_vm_options_and_reports_errors(capsys):

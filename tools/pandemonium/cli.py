@@ -180,6 +180,9 @@ def add_test_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")
     p.add_argument("--accel", default="tcg-single",
                    help="VM accelerator (default: tcg-single, the one that never oopsed)")
+    p.add_argument("--topology", metavar="nodes=N,threads=T",
+                   help="boot each gate VM with N NUMA nodes of cores with T SMT siblings "
+                        "(every --cpus count must split into them; default: flat)")
     p.add_argument("--no-host", action="store_true", help="skip the host tests")
     p.add_argument("--no-gate", action="store_true", help="skip the VM gate")
     p.add_argument("--sched-args", default="", metavar="ARGS",
@@ -202,6 +205,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         die(f"test: --cpus {args.cpus!r}: expected numbers like 2,4", 2)
     layers = gate_runner.parse_layers(args.gate)
     sched_args = gate_runner.parse_sched_args(args.sched_args)
+    topology = gate_topology(args.topology, cpus_list)
     build.ensure_packages(vm=not args.no_gate,
                           extra=None if args.no_gate else gate_runner.GUEST_TOOLS)
     build.build_release()
@@ -214,11 +218,28 @@ def cmd_test(args: argparse.Namespace) -> int:
     if args.no_gate:
         return 0
     gate = build.test_executable("gate")
-    runs = gate_runner.run_gate(gate, layers, cpus_list, args.kernel, args.accel, sched_args)
+    runs = gate_runner.run_gate(gate, layers, cpus_list, args.kernel, args.accel, sched_args,
+                                topology)
     passed, failed, skipped = gate_runner.summarize(runs)
     log.info("test: finished in %.0f s", time.monotonic() - started)
     print(f"gate: {passed} passed, {failed} failed, {skipped} skipped", flush=True)
     return 0 if failed == 0 and passed > 0 else 1
+
+
+def gate_topology(spec: str | None, cpus_list: list[int]):
+    """test --topology as a vm.qemu.Topology checked against every --cpus count (None: flat)."""
+    from .vm.qemu import QemuError, parse_topology
+    from .vm.runner import DEFAULT_MEM_MB
+
+    if not spec:
+        return None
+    try:
+        topology = parse_topology(spec)
+        for cpus in cpus_list:
+            topology.check(cpus, DEFAULT_MEM_MB)
+    except QemuError as exc:
+        die(f"test: {exc}", 2)
+    return topology
 
 
 def add_bench_parsers(sub: argparse._SubParsersAction) -> None:

@@ -169,7 +169,8 @@ def check_status_captures(results: Path | None) -> list[str]:
 
 
 def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, accel: str,
-             extra_args: str = "") -> list[GateRun]:
+             extra_args: str = "", topology=None) -> list[GateRun]:
+    """topology: the guests' NUMA nodes and SMT siblings (vm.qemu.Topology) at every count."""
     from .vm import run_in_vm
 
     available = listed_tests(gate)
@@ -202,7 +203,7 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
         cmd = [GUEST_GATE, "--ignored", "--test-threads=1", "--exact", "--nocapture", *runnable]
         res = run_in_vm(cmd, cpus=cpus, kernel=kernel, accel=accel, add=[(str(gate), GUEST_GATE)],
                         env=env or None, extra_cmdline=GATE_CMDLINE, timeout=GATE_TIMEOUT_S,
-                        tools=GUEST_TOOLS)
+                        tools=GUEST_TOOLS, topology=topology)
         rc = res.rc
         # The status layer's captures exist where it ran: not in a sized-only full_gate.
         if rc == 0 and ("status" in runnable or ("full_gate" in runnable and not sized_only)):

@@ -104,6 +104,10 @@ def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
     p.add_argument("--accel", choices=[m for m in MODES if m != "auto"],
                    help="default: tcg-multi if vCPUs <= host cores, else tcg-single. "
                         + ICOUNT_HELP)
+    p.add_argument("--topology", metavar="nodes=N,threads=T",
+                   help="the VM's layout: N NUMA nodes (one socket each, memory split evenly) of "
+                        "cores with T SMT siblings; the largest --cores count must split into "
+                        "them (default: flat, plain -smp)")
     p.add_argument("--vm", action="store_true",
                    help="run in the VM even on a sched_ext kernel as root")
     p.add_argument("--no-build", action="store_true",
@@ -161,6 +165,21 @@ def plan_from_args(spec: Command, args: argparse.Namespace,
                   external=external, sched_args=list(spec.sched_args))
 
 
+def topology_from_args(spec: Command, args: argparse.Namespace, plan: P.Plan):
+    """--topology as a vm.qemu.Topology (None when not given), checked against the VM's size."""
+    from ..vm.qemu import QemuError, parse_topology
+    from ..vm.runner import DEFAULT_MEM_MB
+
+    if not args.topology:
+        return None
+    try:
+        topology = parse_topology(args.topology)
+        topology.check(max(plan.cores), DEFAULT_MEM_MB)
+    except QemuError as exc:
+        raise PandemoniumError(f"{spec.name}: {exc}") from None
+    return topology
+
+
 def pick(command: str, flag: str, spec: str | None, default: list[str],
          more: tuple[str, ...] = ()) -> list[str]:
     """A comma list narrowed from `default` + `more` (kept in that order); a name outside them is
@@ -188,8 +207,9 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
     from .driver import run_bench
     from .native import decide_here, online_cpus, run_native
 
-    native, why = decide_here(args.vm)
+    native, why = decide_here(args.vm or bool(args.topology))
     plan = plan_from_args(spec, args, online_cpus() if native else None)
+    topology = topology_from_args(spec, args, plan)
     log.info("%s: %s", spec.name, why)
     build.ensure_packages(vm=not native, extra=pkgs.group("bench"))
     if not args.no_build:
@@ -208,7 +228,8 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
     if native:
         result = run_native(plan, out, echo=args.echo)
     else:
-        result = run_bench(plan, out, kernel=args.kernel, accel=args.accel, echo=args.echo)
+        result = run_bench(plan, out, kernel=args.kernel, accel=args.accel, echo=args.echo,
+                           topology=topology)
     result.env["externals"] = {e.label: e.describe() for e in plan.external}
     cells = aggregate(felt.expand(expand(result.records)))
     shown = P.report_phases(plan.phases)

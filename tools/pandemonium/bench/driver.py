@@ -153,8 +153,9 @@ def driver_env(plan: Plan, binary_for) -> dict[str, str]:
 
 
 def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | None = None,
-              echo: bool = False, extra_cmdline: str = "") -> BenchResult:
+              echo: bool = False, extra_cmdline: str = "", topology=None) -> BenchResult:
     """Boot max(plan.cores) vCPUs, run the plan, parse /results. accel None: accel_for().
+    topology: the guest's NUMA nodes and SMT siblings (vm.qemu.Topology; None: flat).
     A guest that dies before its driver finished is booted again for the missing runs."""
     check_tools()
     vcpus = max(plan.cores)
@@ -169,7 +170,7 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
     stopped = None  # why no further boot was tried although steps are missing
     while True:
         boot = _boot_once(plan, out_dir, len(boots) + 1, skipped, kernel, mode, echo,
-                          extra_cmdline)
+                          extra_cmdline, topology)
         boots.append(boot)
         recorded = [b.recorded for b in boots]
         finished_runs = R.finished_runs(plan, recorded)
@@ -192,7 +193,10 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
                     "%d of %d planned steps recorded. Resuming in boot %d at step %d, skipping "
                     "the %d run(s) already complete", died_at, boot.why, kept, planned,
                     boot.number + 1, boot.resume_from, len(skipped))
-    return _result(plan, out_dir, boots, stopped, vcpus, load_before)
+    result = _result(plan, out_dir, boots, stopped, vcpus, load_before)
+    if topology is not None and not topology.flat:
+        result.env["topology"] = str(topology)
+    return result
 
 
 @dataclass
@@ -208,8 +212,16 @@ class _Boot:
     resume_from: int | None = None  # the step the next boot started at, if one did
 
 
+# Single-threaded TCG brings vCPUs up one after another and runs them in turn: under tcg-icount
+# the guest booted in ~70 s at 2 and 8 vCPUs, 4-8 min at 32 and ~7 min at 64 on a busy 2-core host
+# (issue #33 item 5's sizes), which the fixed 900 s margin alone would not cover.
+BOOT_S_PER_VCPU = 15
+
+
 def _timeout(plan: Plan, skipped: list[int]) -> float:
-    return R.remaining_estimate_s(plan, skipped) * 2 + 900  # TCG pace varies with host load
+    # TCG pace varies with host load; every vCPU lengthens the boot and each attach.
+    return (R.remaining_estimate_s(plan, skipped) * 2 + 900
+            + BOOT_S_PER_VCPU * max(plan.cores))
 
 
 def _step_name(plan: Plan, k: int) -> str:
@@ -223,7 +235,7 @@ def _both(*callbacks):
 
 
 def _boot_once(plan: Plan, out_dir: Path, number: int, skipped: list[int], kernel: str,
-               mode: str, echo: bool, extra_cmdline: str) -> _Boot:
+               mode: str, echo: bool, extra_cmdline: str, topology=None) -> _Boot:
     from ..vm import run_in_vm
 
     add = [(str(GUEST_DIR / "driver.sh"), "/usr/local/bin/bench-driver"),
@@ -240,7 +252,7 @@ def _boot_once(plan: Plan, out_dir: Path, number: int, skipped: list[int], kerne
     res = run_in_vm(["sh", "/usr/local/bin/bench-driver"], cpus=max(plan.cores), kernel=kernel,
                     accel=mode, timeout=_timeout(plan, skipped), add=add, out_dir=vm_dir,
                     tools=TOOLS, env=env, echo=echo, retry_on_oops=False,
-                    extra_cmdline=extra_cmdline,
+                    extra_cmdline=extra_cmdline, topology=topology,
                     on_line=_both(Progress(plan, skipped=skipped), saver))
     saver.close()
     # The tar is whole or absent (checksummed); without it the stream is what this boot left.

@@ -178,21 +178,70 @@ def _rapl(text: str, rec: Record) -> None:
         rec.error = None  # no RAPL counter is a finding of this phase (perf exits 129), not a failure
 
 
+# sched_ext_ops callbacks, longest first: a struct_ops program is named <scheduler>_<callback>
+# (pandemonium_select_cpu, bpfland_select_cpu), and its callback is the longest that ends it.
+SCX_CALLBACKS = sorted((
+    "select_cpu", "enqueue", "dequeue", "dispatch", "tick", "runnable", "running", "stopping",
+    "quiescent", "yield", "core_sched_before", "set_weight", "set_cpumask", "update_idle",
+    "cpu_acquire", "cpu_release", "init_task", "exit_task", "enable", "disable", "dump",
+    "dump_cpu", "dump_task", "cgroup_init", "cgroup_exit", "cgroup_prep_move", "cgroup_move",
+    "cgroup_cancel_move", "cgroup_set_weight", "cgroup_set_bandwidth", "cgroup_set_idle",
+    "cpu_online", "cpu_offline", "init", "exit"), key=len, reverse=True)
+# The callbacks issue #33 item 5 holds to a flat per-call cost from 2 to 64 CPUs, in its order.
+HOT_CALLBACKS = ("select_cpu", "enqueue", "dispatch", "running", "stopping")
+
+
+def callback_of(prog_name: str) -> str:
+    """The sched_ext_ops callback a BPF program implements, from its name; the name itself when
+    no callback ends it (a syscall or tracing program), '-' for an unnamed one."""
+    for cb in SCX_CALLBACKS:
+        if prog_name == cb or prog_name.endswith("_" + cb):
+            return cb
+    return prog_name or "-"
+
+
 def _bpfstats(text: str, rec: Record) -> None:
-    """perf messaging time, plus the BPF program stats and trace event counts phase_bpfstats
-    appends ('bpfprog prog_type: N prog_id: N run_time_ns: N run_cnt: N', 'COUNT trace EVENT:')."""
+    """perf messaging time, plus what phase_bpfstats appends: the BPF program stats ('bpfprog
+    name=NAME prog_type: N prog_id: N run_time_ns: N run_cnt: N'; NAME '-' when the guest had no
+    symbol for it), trace event counts ('COUNT trace EVENT:'), 'lock_contentions N' (contended
+    spinlocks over the load, when perf could count them), 'attach_cs N' and
+    'cpus_online N nodes M cpu0_siblings LIST' (SMT: CPU 0's thread siblings). extra['bpf_per_prog'] maps each callback to its run_cnt,
+    run_time_ns and ns_per_call."""
     _messaging(text, rec)
     progs = []
     for line in text.splitlines():
         if line.startswith("bpfprog "):
             kv = dict(re.findall(r"(\w+):\s*(\d+)", line))
-            progs.append({k: int(v) for k, v in kv.items()})
+            prog = {k: int(v) for k, v in kv.items()}
+            m = re.search(r"\bname=(\S+)", line)
+            prog["name"] = m.group(1) if m and m.group(1) != "-" else ""
+            progs.append(prog)
     events = {m.group(2).rstrip(":"): int(m.group(1))
               for m in re.finditer(r"^\s*(\d+) trace (\S+)", text, re.M)}
     runs = sum(p.get("run_cnt", 0) for p in progs)
     ns = sum(p.get("run_time_ns", 0) for p in progs)
+    per: dict[str, dict] = {}
+    for prog in progs:
+        key = callback_of(prog["name"]) if prog["name"] else f"prog_id {prog.get('prog_id', '?')}"
+        cell = per.setdefault(key, {"run_cnt": 0, "run_time_ns": 0})
+        cell["run_cnt"] += prog.get("run_cnt", 0)
+        cell["run_time_ns"] += prog.get("run_time_ns", 0)
+    for cell in per.values():
+        cell["ns_per_call"] = cell["run_time_ns"] / cell["run_cnt"] if cell["run_cnt"] else None
     rec.extra = {"bpf_progs": len(progs), "bpf_run_cnt": runs, "bpf_run_time_ns": ns,
-                 "bpf_ns_per_run": ns / runs if runs else None, "trace_events": events}
+                 "bpf_ns_per_run": ns / runs if runs else None, "trace_events": events,
+                 "bpf_per_prog": per}
+    m = re.search(r"^lock_contentions (\d+)", text, re.M)
+    if m:
+        rec.extra["lock_contentions"] = int(m.group(1))
+    m = re.search(r"^attach_cs (\d+)", text, re.M)
+    if m:
+        rec.extra["attach_s"] = int(m.group(1)) / 100.0
+    m = re.search(r"^cpus_online (\d+) nodes (\d+)(?: cpu0_siblings (\S+))?", text, re.M)
+    if m:
+        rec.extra["cpus_online"], rec.extra["nodes"] = int(m.group(1)), int(m.group(2))
+        if m.group(3) and m.group(3) != "-":
+            rec.extra["cpu0_siblings"] = m.group(3)
 
 
 def _telemetry(text: str, rec: Record) -> None:

@@ -114,7 +114,27 @@ def _trace(result, cells) -> list[str]:
                    f"{x['bpf_run_cnt']} times"
                    + (f", {per:.0f} ns per run (guest time)" if per is not None else "")
                    + f"; trace events (last buffer): {events}")
+        progs = per_prog_line(x)
+        if progs:
+            out.append(f"{r.scheduler} at {r.cores} cores, ns per call (run_time_ns / run_cnt, "
+                       f"guest time): {progs}"
+                       + (f"; attached in {x['attach_s']:.2f} s" if "attach_s" in x else "")
+                       + (f"; {x['lock_contentions']} contended spinlocks"
+                          if "lock_contentions" in x else "")
+                       + (f"; daemon CPU {r.sched_cpu_pct:.1f} %"
+                          if r.sched_cpu_pct is not None else ""))
     return out + [f"raw captures: {result.results_dir / 'raw'}"]
+
+
+def per_prog_line(extra: dict) -> str:
+    """'select_cpu 310 (n=1200), ...': issue #33's hot callbacks first, then the others that ran."""
+    from .parse import HOT_CALLBACKS
+
+    per = extra.get("bpf_per_prog") or {}
+    names = [c for c in HOT_CALLBACKS if c in per]
+    names += sorted(n for n in per if n not in HOT_CALLBACKS and per[n]["run_cnt"])
+    return ", ".join(f"{n} {per[n]['ns_per_call']:.0f} (n={per[n]['run_cnt']})"
+                     if per[n]["ns_per_call"] is not None else f"{n} - (n=0)" for n in names)
 
 
 def _sys(result, cells) -> list[str]:

@@ -44,13 +44,70 @@ class BootResult:
         return self.console.exit_code
 
 
+@dataclass(frozen=True)
+class Topology:
+    """The guest's CPU layout: `nodes` NUMA nodes (one socket each, memory split evenly) of cores
+    with `threads` SMT siblings each. The default, one node of single-thread cores, is QEMU's
+    own flat layout (plain -smp N)."""
+    nodes: int = 1
+    threads: int = 1
+
+    @property
+    def flat(self) -> bool:
+        return self.nodes == 1 and self.threads == 1
+
+    def __str__(self) -> str:
+        return f"nodes={self.nodes},threads={self.threads}"
+
+    def check(self, cpus: int, mem_mb: int | None = None) -> None:
+        """QemuError unless `cpus` vCPUs (and `mem_mb` MB) split into this layout."""
+        per_core = self.nodes * self.threads
+        if cpus % per_core:
+            raise QemuError(f"topology {self}: {cpus} vCPUs do not split into {self.nodes} "
+                            f"node(s) of {self.threads}-thread cores")
+        if mem_mb is not None and mem_mb < 128 * self.nodes:
+            raise QemuError(f"topology {self}: {mem_mb} MB is under 128 MB per node")
+
+    def qemu_args(self, cpus: int, mem_mb: int) -> list[str]:
+        """-smp and, with more than one node, a RAM backend and a -numa node per socket."""
+        self.check(cpus, mem_mb)
+        if self.flat:
+            return ["-smp", str(cpus)]
+        cores = cpus // (self.nodes * self.threads)
+        out = ["-smp", f"{cpus},sockets={self.nodes},cores={cores},threads={self.threads}"]
+        if self.nodes == 1:
+            return out
+        share = mem_mb // self.nodes
+        for n in range(self.nodes):
+            size = share + (mem_mb - share * self.nodes if n == self.nodes - 1 else 0)
+            out += ["-object", f"memory-backend-ram,id=mem{n},size={size}M",
+                    "-numa", f"node,nodeid={n},memdev=mem{n}",
+                    "-numa", f"cpu,node-id={n},socket-id={n}"]
+        return out
+
+
+def parse_topology(spec: str | None) -> Topology:
+    """'nodes=2,threads=2' (either key may be left out) -> Topology; None or '' is flat."""
+    if not spec:
+        return Topology()
+    fields = {}
+    for part in spec.split(","):
+        key, _, value = part.strip().partition("=")
+        if key not in ("nodes", "threads") or not value.isdigit() or int(value) < 1 \
+                or key in fields:
+            raise QemuError(f"--topology {spec!r}: expected nodes=N,threads=T (each at least 1)")
+        fields[key] = int(value)
+    return Topology(**fields)
+
+
 def qemu_command(vmlinuz: Path, initrd: Path, *, cpus: int, mem_mb: int, accel: str,
-                 extra_cmdline: str = "", extra_args: list[str] | None = None) -> list[str]:
+                 extra_cmdline: str = "", extra_args: list[str] | None = None,
+                 topology: Topology | None = None) -> list[str]:
     cmdline = f"{BASE_CMDLINE} {extra_cmdline}".strip()
     # -nodefaults drops the NIC (and its iPXE ROM) and VGA we don't use; the serial
     # port on stdio is the only channel, with stdin closed so the console isn't raw-moded.
     return [QEMU, *QEMU_ACCEL_ARGS[accel], "-machine", "q35", "-cpu", "max",
-            "-smp", str(cpus), "-m", str(mem_mb),
+            *(topology or Topology()).qemu_args(cpus, mem_mb), "-m", str(mem_mb),
             "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio",
             "-no-reboot", *(extra_args or []), "-kernel", str(vmlinuz), "-initrd", str(initrd),
             "-append", cmdline]

@@ -81,7 +81,8 @@ def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
               env: dict[str, str] | None = None, tools: Iterable[str] = (),
               include_scheduler: bool = True, echo: bool = True,
               extra_cmdline: str = "", on_line: Callable[[str], object] | None = None,
-              progress_timeout: float | None = None) -> VmResult:
+              progress_timeout: float | None = None,
+              topology: qemu.Topology | None = None) -> VmResult:
     """Run `cmd` as root in a fresh guest and return its exit status and how it went.
 
     add: "HOST[:GUEST]" strings or (host, guest-or-None) pairs; files land in
@@ -92,11 +93,14 @@ def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
     on_line(line): called with each console line as it comes (cleaned, not the results
     dump); its true return value marks the line as progress. progress_timeout: stop the
     guest when no progress line (without on_line: no line at all) has come for that many
-    seconds (counted from QEMU's start); the result then says `stalled`.
+    seconds (counted from QEMU's start); the result then says `stalled`. topology: NUMA
+    nodes and SMT siblings (qemu.Topology; default flat).
     """
     started = time.monotonic()
     if cpus < 1 or mem_mb < 128:
         raise PandemoniumError("need at least 1 vCPU and 128 MB of guest memory")
+    if topology is not None:
+        topology.check(cpus, mem_mb)  # before the kernel and initramfs work
     kinfo = ensure_kernel(kernel)
     mode = accel_mod.resolve(accel, kinfo.vmlinuz_path)
     files = _guest_files(add, tools, include_scheduler)
@@ -110,14 +114,16 @@ def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
     for attempt in range(1, attempts + 1):
         console = ConsoleState(nonce)
         attempt_log = log_path if attempt == 1 else log_path.with_name(f"vm-console-retry{attempt - 1}.log")
-        log.info("vm: kernel %s, accel %s, %d vCPU, %d MB, timeout %.0f s%s",
-                 kinfo.version, mode, cpus, mem_mb, timeout,
+        log.info("vm: kernel %s, accel %s, %d vCPU%s, %d MB, timeout %.0f s%s",
+                 kinfo.version, mode, cpus,
+                 f" ({topology})" if topology and not topology.flat else "", mem_mb, timeout,
                  f" (retry {attempt - 1})" if attempt > 1 else "")
         with tempfile.TemporaryDirectory(prefix="pandemonium-vm-") as tmp:
             initrd = initramfs.assemble(base, initramfs.run_overlay(cmd, nonce, env),
                                         Path(tmp) / "initrd.img")
             qcmd = qemu.qemu_command(kinfo.vmlinuz_path, initrd, cpus=cpus, mem_mb=mem_mb,
-                                     accel=mode, extra_cmdline=extra_cmdline)
+                                     accel=mode, extra_cmdline=extra_cmdline,
+                                     topology=topology)
             boot = qemu.boot(qcmd, console, timeout_s=timeout, log_path=attempt_log, echo=echo,
                              on_line=on_line, stall_s=progress_timeout)
         oops_lines += console.oops_lines

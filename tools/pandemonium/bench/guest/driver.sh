@@ -132,13 +132,14 @@ last_words() { grep -v '^[[:space:]]*$' "$R/raw/$1.sched.log" 2>/dev/null | tail
 # attach TAG SCHED: start the scheduler and wait until sched_ext reports it enabled. On failure
 # WHY says why (also in the attach-failed event).
 attach() {
-    SCHED_PID=""; WHY=""
+    SCHED_PID=""; WHY=""; ATTACH_CS=""
     [ "$2" = eevdf ] && return 0
     cmd=$(sched_cmd "$2")
     if [ -z "$cmd" ]; then
         WHY="no command line for scheduler $2"; event attach-failed "$1 $WHY"; return 1
     fi
     # shellcheck disable=SC2086  # the command line is split on purpose
+    ATTACH_T0=$(now_cs)
     $cmd > $R/raw/$1.sched.log 2>&1 &
     SCHED_PID=$!
     t=0
@@ -156,8 +157,9 @@ attach() {
         fi
         sleep 1; t=$((t + 1))
     done
+    ATTACH_CS=$(($(now_cs) - ATTACH_T0))  # start to enabled, centiseconds (polled each second)
     echo "BENCH-ATTACHED $1 ${t}s $(cat /sys/kernel/sched_ext/root/ops 2>/dev/null)"
-    echo "$1 attach_s $t" >> $R/attach.tsv
+    echo "$1 attach_s $t attach_cs $ATTACH_CS" >> $R/attach.tsv
 }
 
 # detach TAG: SIGTERM, then wait for the process to exit and sched_ext to be disabled. A timeout
@@ -479,15 +481,34 @@ phase_bpfstats() {
     for e in sched_ext sched/sched_switch sched/sched_wakeup; do
         [ -e $T/events/$e/enable ] && echo 1 > $T/events/$e/enable
     done
-    perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1
+    # Contended spinlocks (lock:contention_begin, all CPUs) over the load: under single-threaded
+    # TCG the spinner's PAUSE hands the emulator to the other vCPUs, so each one costs the
+    # caller a round of them in guest time, and a callback's ns per call with it.
+    if perf stat -a -x, -e lock:contention_begin -o /tmp/bench-lockstat true > /dev/null 2>&1; then
+        perf stat -a -x, -e lock:contention_begin -o /tmp/bench-lockstat \
+            perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1
+        echo "lock_contentions $(grep 'lock:contention_begin' /tmp/bench-lockstat | cut -d, -f1)"
+    else
+        perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1
+    fi
     for e in sched_ext sched/sched_switch sched/sched_wakeup; do
         [ -e $T/events/$e/enable ] && echo 0 > $T/events/$e/enable
     done
-    # run_cnt / run_time_ns of the scheduler's BPF programs (struct_ops callbacks included).
+    # run_cnt / run_time_ns of the scheduler's BPF programs (struct_ops callbacks included), each
+    # named by its JIT symbol: /proc/kallsyms lists bpf_prog_<prog_tag>_<function> (the driver
+    # turned bpf_jit_kallsyms on before any scheduler loaded), and fdinfo has the prog_tag.
+    grep ' bpf_prog_' /proc/kallsyms 2>/dev/null | awk '{print $3}' > /tmp/bench-bpfsyms
     for f in /proc/${SCHED_PID:-none}/fdinfo/*; do
         grep -q '^prog_type' "$f" 2>/dev/null || continue
-        echo "bpfprog $(grep -E '^(prog_type|prog_id|run_time_ns|run_cnt):' "$f" | tr '\n' ' ')"
+        tag=$(awk '/^prog_tag:/ {print $2}' "$f")
+        name=$(grep -m1 "^bpf_prog_${tag}_" /tmp/bench-bpfsyms)
+        name=${name#bpf_prog_${tag}_}
+        echo "bpfprog name=${name:--} $(grep -E '^(prog_type|prog_id|run_time_ns|run_cnt):' "$f" | tr '\n' ' ')"
     done
+    # The attach that this scheduler run began with (attach()), and the guest's CPUs and nodes.
+    echo "attach_cs ${ATTACH_CS:--}"
+    echo "cpus_online $(ncpu) nodes $(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)" \
+        "cpu0_siblings $(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list 2>/dev/null || echo -)"
     # Event counts (the ring buffer keeps the most recent events only; the counts say which).
     grep -v '^#' $T/trace | awk '{print "trace " $5}' | sort | uniq -c
     echo 0 > /proc/sys/kernel/bpf_stats_enabled
@@ -525,6 +546,9 @@ run_phase() { # TAG CORES ITER SCHED PHASE K
     done
 } > $R/env.txt
 save 0 env.txt
+# BPF programs get a /proc/kallsyms symbol (bpf_prog_<tag>_<name>) only while this is on when
+# they load: phase_bpfstats names each program by it.
+[ -w /proc/sys/net/core/bpf_jit_kallsyms ] && echo 1 > /proc/sys/net/core/bpf_jit_kallsyms
 
 # The first quota in a boot turns the kernel's cfs bandwidth static key on, and the last one
 # removed turns it off: text patching, which under multi-threaded TCG oopsed the guest (int3 in
