@@ -255,6 +255,11 @@ struct cg_ctx {
 	u64 bw_period_at;    /* start of the current period */
 	u64 bw_used;	     /* CPU time charged in it, overrun of earlier periods included */
 	u64 throttled;
+	/*
+	 * The group's virtual clock, ns of vtime: its tasks' runs charged at the group's share,
+	 * kept no further than a lag cap behind vtime_now. A new task of the group starts at it.
+	 */
+	u64 vtime;
 	u32 weight;	     /* cpu.weight, 1..10000 */
 	u32 level;
 	u32 idle;	     /* cpu.idle: its tasks are treated as SCHED_IDLE */

@@ -420,9 +420,10 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	struct tuning_knobs *k = knobs();
+	struct topo_params *tp = topo();
 	u64 now = bpf_ktime_get_ns(), used;
 
-	if (!tctx || !k)
+	if (!tctx || !k || !tp)
 		return;
 	/*
 	 * Charge wall time actually run rather than the slice consumed: the kernel may refill
@@ -432,7 +433,7 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 	used = tctx->last_run_at && now > tctx->last_run_at ? now - tctx->last_run_at : 0;
 	if (used > 1000 * MSEC_NS)
 		used = 1000 * MSEC_NS;
-	p->scx.dsq_vtime += charge_task(p, tctx, used, now);
+	p->scx.dsq_vtime += charge_task(p, tctx, used, now, tp);
 	bw_charge_task(tctx, now);
 	cpu_ctx(scx_bpf_task_cpu(p))->run_kind = RUN_NONE;
 	tctx->wait_rescued = 0;
@@ -566,9 +567,10 @@ void BPF_STRUCT_OPS(pandemonium_enable, struct task_struct *p)
 	/*
 	 * New tasks start at the virtual clock's now: behind what already waits in a vtime-ordered
 	 * DSQ (a fork storm does not jump ahead of runnable daemons), but without a penalty that
-	 * made every program launched under load wait out the whole backlog.
+	 * made every program launched under load wait out the whole backlog. A group that has run
+	 * past its share starts its new tasks at its own clock instead (charge_task()).
 	 */
-	p->scx.dsq_vtime = vtime_now;
+	p->scx.dsq_vtime = tctx ? cg_start_vtime(tctx) : vtime_now;
 	if (tctx) {
 		task_weight(p, tctx, bpf_ktime_get_ns());
 		refresh_identity(p, tctx);

@@ -138,6 +138,13 @@ static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct tas
 	if (tctx->tier == TIER_BATCH || sync ||
 	    (!(enq_flags & SCX_ENQ_WAKEUP) && tctx->last_run_at))
 		return false;
+	/*
+	 * Past its share (outran_share(): a busy loop not yet classified, a new task of a group
+	 * that ran ahead) it queues with the BATCH work by vtime (enqueue()) and takes no CPU
+	 * from it.
+	 */
+	if (outran_share(p, 0, tp))
+		return false;
 	/* A CPU past cpu_offline must not send IPIs (see kick_cpu()). */
 	if (!cpu_ctx(bpf_get_smp_processor_id())->online)
 		return false;

@@ -101,9 +101,9 @@ static __always_inline void cg_task_quiescent(struct task_ctx *tctx)
  * proportion to its weight among the group's runnable tasks. Cached in the task for the paths that
  * need it between charges (keep_prev()'s deadline, the BATCH slice).
  */
-static __always_inline u64 task_weight(const struct task_struct *p, struct task_ctx *tctx, u64 now)
+static __always_inline u64 task_weight_in(const struct task_struct *p, struct task_ctx *tctx,
+					  struct cg_ctx *c, u64 now)
 {
-	struct cg_ctx *c = cg_lookup(tctx->cgid);
 	u64 share, own, sum, w;
 
 	if (!c) {
@@ -121,17 +121,50 @@ static __always_inline u64 task_weight(const struct task_struct *p, struct task_
 	return tctx->weight;
 }
 
+static __always_inline u64 task_weight(const struct task_struct *p, struct task_ctx *tctx, u64 now)
+{
+	return task_weight_in(p, tctx, cg_lookup(tctx->cgid), now);
+}
+
 /* Vtime for @ns of CPU at weight @w: a nice 0 task in the root is charged wall time. */
 static __always_inline u64 charge_vtime(u64 ns, u64 w)
 {
 	return ns * NICE_0_WEIGHT / (w ? w : 1);
 }
 
-/* stopping(): the vtime @used costs the task (its group's CPU time: bw_charge_task()). */
+/*
+ * stopping(): the vtime @used costs the task (its group's CPU time: bw_charge_task()), and the
+ * same run at the group's share moves the group's clock.
+ *
+ * A group's weight binds its tasks through their vtime charges, but a short-lived task escapes
+ * its charge: it starts at the virtual clock's now (enable()), runs a few milliseconds and
+ * exits, and the next one starts at now again: a build's compilers and shells in a
+ * cpu.weight=20 group took well over the CPU the fair class gives that group, from whatever ran
+ * beside it. The group's clock carries what its tasks ran: a new task of the group starts
+ * there (cg_start_vtime()), and once the group has run past its share, its new tasks queue
+ * behind the others by vtime. A group idle or within its share stays at most a lag cap behind
+ * the clock, so it banks no credit and its new tasks start at now.
+ */
 static __always_inline u64 charge_task(const struct task_struct *p, struct task_ctx *tctx,
-				       u64 used, u64 now)
+				       u64 used, u64 now, const struct topo_params *tp)
 {
-	return charge_vtime(used, task_weight(p, tctx, now));
+	struct cg_ctx *c = cg_lookup(tctx->cgid);
+	u64 w = task_weight_in(p, tctx, c, now), floor = vtime_now - tp->lag_cap_ns;
+
+	if (c && used) {
+		if (time_before(c->vtime, floor))
+			c->vtime = floor;
+		__sync_fetch_and_add(&c->vtime, charge_vtime(used, c->share));
+	}
+	return charge_vtime(used, w);
+}
+
+/* enable(): where a new task starts on the virtual clock, its group's clock if that is ahead. */
+static __always_inline u64 cg_start_vtime(const struct task_ctx *tctx)
+{
+	struct cg_ctx *c = cg_lookup(tctx->cgid);
+
+	return c && time_before(vtime_now, c->vtime) ? c->vtime : vtime_now;
 }
 
 #endif /* __PANDEMONIUM_WEIGHT_BPF_H */
