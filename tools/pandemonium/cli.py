@@ -228,18 +228,13 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 def gate_topology(spec: str | None, cpus_list: list[int]):
     """test --topology as a vm.qemu.Topology checked against every --cpus count (None: flat)."""
-    from .vm.qemu import QemuError, parse_topology
-    from .vm.runner import DEFAULT_MEM_MB
+    from .vm.qemu import QemuError
+    from .vm.runner import checked_topology
 
-    if not spec:
-        return None
     try:
-        topology = parse_topology(spec)
-        for cpus in cpus_list:
-            topology.check(cpus, DEFAULT_MEM_MB)
+        return checked_topology(spec, cpus_list)
     except QemuError as exc:
         die(f"test: {exc}", 2)
-    return topology
 
 
 def add_bench_parsers(sub: argparse._SubParsersAction) -> None:

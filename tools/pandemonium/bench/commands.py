@@ -167,17 +167,13 @@ def plan_from_args(spec: Command, args: argparse.Namespace,
 
 def topology_from_args(spec: Command, args: argparse.Namespace, plan: P.Plan):
     """--topology as a vm.qemu.Topology (None when not given), checked against the VM's size."""
-    from ..vm.qemu import QemuError, parse_topology
-    from ..vm.runner import DEFAULT_MEM_MB
+    from ..vm.qemu import QemuError
+    from ..vm.runner import checked_topology
 
-    if not args.topology:
-        return None
     try:
-        topology = parse_topology(args.topology)
-        topology.check(max(plan.cores), DEFAULT_MEM_MB)
+        return checked_topology(args.topology, [max(plan.cores)])
     except QemuError as exc:
         raise PandemoniumError(f"{spec.name}: {exc}") from None
-    return topology
 
 
 def pick(command: str, flag: str, spec: str | None, default: list[str],

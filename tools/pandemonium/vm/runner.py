@@ -75,6 +75,17 @@ def _run_dir(out_dir: Path | None, nonce: str) -> tuple[Path, Path]:
     return run / "results", run / "vm-console.log"
 
 
+def checked_topology(spec: str | None, cpu_counts: list[int]) -> qemu.Topology | None:
+    """--topology as a qemu.Topology that every VM size in `cpu_counts` splits into, at the
+    default memory (None when not given). Raises qemu.QemuError."""
+    if not spec:
+        return None
+    topology = qemu.parse_topology(spec)
+    for cpus in cpu_counts:
+        topology.check(cpus, DEFAULT_MEM_MB)
+    return topology
+
+
 def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
               kernel: str = "default", accel: str = "auto", timeout: float = DEFAULT_TIMEOUT_S,
               add: Iterable = (), out_dir: Path | str | None = None, retry_on_oops: bool = True,
