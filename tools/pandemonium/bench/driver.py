@@ -202,9 +202,8 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
 @dataclass
 class _Boot:
     number: int
-    dir: Path  # out_dir/vm, out_dir/vm-boot2, ...
     res: object  # vm.runner.VmResult
-    source: Path  # its results: the tar's (dir) or the console stream's (dir/streamed)
+    source: Path  # its results: out_dir/vm (vm-boot2, ...) from the tar, or its streamed/
     from_stream: bool
     recorded: set  # step keys it recorded
     finished: bool  # its driver got to the end (BENCH-DONE or the exit marker)
@@ -271,7 +270,7 @@ def _boot_once(plan: Plan, out_dir: Path, number: int, skipped: list[int], kerne
         why = f"guest died (exit {res.rc})"
     else:
         why = f"driver exited {res.rc}"
-    return _Boot(number, vm_dir, res, source, from_stream, recorded,
+    return _Boot(number, res, source, from_stream, recorded,
                  saver.done or res.exit_marker_seen, why)
 
 

@@ -84,7 +84,6 @@ class Events:
     failed_starts: int = 0
     deaths: list[str] = field(default_factory=list)    # the daemon found gone between phases
     phases: list[tuple[str, str]] = field(default_factory=list)   # (phase, its rc)
-    began: dict[str, str] = field(default_factory=dict)
     ended: bool = False
 
 
@@ -96,9 +95,7 @@ def parse_events(text: str) -> Events:
             continue
         body = line[idx + len(EVENT):].strip()
         word, _, rest = body.partition(" ")
-        if word == "begin":
-            ev.began = _kv(rest)
-        elif word == "start" and rest.startswith("failed"):
+        if word == "start" and rest.startswith("failed"):
             ev.failed_starts += 1
         elif word == "start":
             head, _, load = rest.partition("procdb_load=")

@@ -39,10 +39,6 @@ class BootResult:
     stop_reason: str | None = None  # why the harness stopped QEMU early, if it did
     stalled: bool = False  # stopped because no progress line came for stall_s
 
-    @property
-    def exit_code(self) -> int | None:
-        return self.console.exit_code
-
 
 @dataclass(frozen=True)
 class Topology:

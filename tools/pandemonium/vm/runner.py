@@ -31,7 +31,6 @@ class VmResult:
     kernel_version: str
     log_path: Path
     oops_seen: bool
-    retried: bool
     duration_s: float
     timed_out: bool = False
     stalled: bool = False  # stopped by the host: no progress line for progress_timeout seconds
@@ -121,7 +120,6 @@ def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
 
     attempts = 1 + (1 if retry_on_oops else 0)
     oops_lines: list[str] = []
-    retried = False
     for attempt in range(1, attempts + 1):
         console = ConsoleState(nonce)
         attempt_log = log_path if attempt == 1 else log_path.with_name(f"vm-console-retry{attempt - 1}.log")
@@ -141,12 +139,11 @@ def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
         if console.oops_seen and console.exit_code is None and attempt < attempts:
             banner(f"GUEST KERNEL OOPS under {mode} (not a test result): retrying once. "
                    f"First oops line: {console.oops_lines[0]!r}. Log: {attempt_log}")
-            retried = True
             continue
         break
 
     result = VmResult(rc=0, accel_used=mode, kernel_version=kinfo.version, log_path=attempt_log,
-                      oops_seen=bool(oops_lines), retried=retried,
+                      oops_seen=bool(oops_lines),
                       duration_s=time.monotonic() - started, timed_out=boot.timed_out,
                       stalled=boot.stalled, exit_marker_seen=console.exit_code is not None,
                       oops_lines=oops_lines)
