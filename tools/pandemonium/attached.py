@@ -11,7 +11,7 @@ Standard library only; `proc_root` lets the tests build a fake /proc.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from .common import BINARY_NAME, binary_version
@@ -32,9 +32,6 @@ class Attached:
     exact: bool             # from /proc/PID/exe; False: argv[0] (that link needs root to read)
     deleted: bool           # replaced or removed on disk since the process started
     version: str | None     # its --version output
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def _read(path: Path) -> bytes | None:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from . import install
+from .bench.commands import add_all as add_bench_parsers
 from .common import PROJECT_ROOT, PandemoniumError, die, log, setup_logging
 from .soak.commands import add_bench_soak_parser
 from .stress.commands import add_bench_stress_parser
@@ -235,12 +236,6 @@ def gate_topology(spec: str | None, cpus_list: list[int]):
         return checked_topology(spec, cpus_list)
     except QemuError as exc:
         die(f"test: {exc}", 2)
-
-
-def add_bench_parsers(sub: argparse._SubParsersAction) -> None:
-    from .bench.commands import add_all
-
-    add_all(sub)
 
 
 COMMANDS = [add_build_parser, add_run_parser, add_test_parser, add_vm_parser, *install.PARSERS,

@@ -19,7 +19,7 @@ import os
 import platform
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import attached, coexist
@@ -240,7 +240,12 @@ def install_files(layout: Layout, binary: Path, *, tools: Path | None = None,
         log.info("%s", action)
 
     if layout.live or system_root is not None:
-        _report_coexistence(layout, system_root or "")
+        warnings, info = coexist.report(layout.staged(layout.binary), layout.staged(layout.unit),
+                                        root=system_root or "")
+        for line in info:
+            log.info("%s", line)
+        for line in warnings:
+            log.warning("%s", line)
     manage_systemd = layout.live if manage_systemd is None else manage_systemd
     if layout.live and layout.unitdir is None and \
             os.path.dirname(layout.unit) not in SYSTEMD_UNIT_DIRS:
@@ -254,15 +259,6 @@ def install_files(layout: Layout, binary: Path, *, tools: Path | None = None,
         else:
             log.info("start it now and at boot: systemctl enable --now %s", SERVICE)
     return actions
-
-
-def _report_coexistence(layout: Layout, root: str) -> None:
-    warnings, info = coexist.report(layout.staged(layout.binary), layout.staged(layout.unit),
-                                    root=root)
-    for line in info:
-        log.info("%s", line)
-    for line in warnings:
-        log.warning("%s", line)
 
 
 def uninstall_files(layout: Layout, *, purge: bool = False, euid: int | None = None,
@@ -347,7 +343,7 @@ def collect_status(layout: Layout | None = None, *, sysfs_root: str | os.PathLik
     if st.ours_attached:
         # The published scx_pandemonium attaches under the same ops name: only the process says
         # which binary it is.
-        st.attached = [a.as_dict() for a in attached.find(proc_root)]
+        st.attached = [asdict(a) for a in attached.find(proc_root)]
 
     systemctl = shutil.which("systemctl")
     if systemctl and os.path.isdir(systemd_run_dir):

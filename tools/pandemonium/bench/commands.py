@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..common import PandemoniumError, cache_dir, log, scheduler_binary, \
@@ -238,7 +238,7 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
         "plan": {"phases": plan.phases, "schedulers": plan.schedulers, "cores": plan.cores,
                  "iterations": plan.iterations, "bracket": plan.bracket,
                  "sizes": vars(plan.sizes), "runs": [r.token() for r in plan.runs()]},
-        "records": [r.to_json() for r in result.records],
+        "records": [asdict(r) for r in result.records],
         "cells": [c.to_json() for c in cells], "notes": notes,
         "scoreboard": scoreboard.to_json(cells, shown)})
     plots = plot(out, cells, shown)

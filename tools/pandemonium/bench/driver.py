@@ -93,10 +93,6 @@ def coopbench_binary() -> Path:
                          "a C compiler with libgomp (gcc) builds the guest workload coopbench")
 
 
-def missing_tools() -> list[str]:
-    return [t for t in TOOLS if not shutil.which(t)]
-
-
 class Progress:
     """Called with each line of the driver's output (run_in_vm's on_line, or the native run's),
     it prints one line per finished phase with an ETA."""
@@ -130,9 +126,9 @@ class Progress:
 
 
 def check_tools() -> None:
-    if missing_tools():
-        raise PandemoniumError("bench: " + missing_message(missing_tools(),
-                                                           "host tools for the guest"))
+    missing = [t for t in TOOLS if not shutil.which(t)]
+    if missing:
+        raise PandemoniumError("bench: " + missing_message(missing, "host tools for the guest"))
 
 
 def externals_in(plan: Plan) -> list:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 USER_HZ = 100  # /proc/PID/stat ticks; fixed at 100 on x86 Linux whatever CONFIG_HZ is
@@ -33,9 +33,6 @@ class Record:
     sched_rss_kb: int | None = None
     sched_hwm_kb: int | None = None
     error: str | None = None
-
-    def to_json(self) -> dict:
-        return asdict(self)
 
 
 def _last_json(text: str, tool: str) -> dict:

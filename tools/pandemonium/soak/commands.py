@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from ..common import cache_dir, die, log, read_text
@@ -119,7 +120,7 @@ def write_report(out: Path, res, duration: int, cpus: int) -> int:
     (out / "soak.json").write_text(json.dumps({
         "duration_s": duration, "cpus": cpus, "kernel": res.kernel_version,
         "phase_s": phase_s, "window_s": window_s, "guest_rc": res.rc,
-        "windows": [w.to_dict() for w in windows],
+        "windows": [asdict(w) for w in windows],
         "verdicts": [vars(v) for v in verdicts], "kernel_complaints": complaints}, indent=1) + "\n")
     status = plot(windows, out / "soak.png", title)
     print(text, flush=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import struct
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 WINDOW = "window "
 EVENT = "soak: "
@@ -35,9 +35,6 @@ class Window:
     cpu_ms: int | None
     procdb: int | None
     ejections: int | None             # so far, in the kernel log
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 _COUNTS = [f for f in Window.__dataclass_fields__ if f not in ("n", "t", "phase")]
