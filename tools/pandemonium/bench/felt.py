@@ -21,11 +21,10 @@ took longer than 1/144 s plus 10 % (7.64 ms).
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 
-from .parse import Record, expand_figures, tagged_sections, tagged_states
+from .parse import Record, expand_figures, tagged_sections, tagged_states, tool_json
 from .plan import AUDIO_FIGURES, EEVDF, FRAMES_FIGURES, PANDEMONIUM, PANDEMONIUM_GAMING, PHASES, \
     is_external
 
@@ -59,20 +58,6 @@ def build_load(text: str) -> dict | None:
         return None
     builds, objects, steps, execs = (int(g) for g in m.groups())
     return {"builds": builds, "objects": objects, "steps": steps, "execs": execs}
-
-
-def tool_json(text: str, tool: str) -> dict | None:
-    """The last JSON line of `tool` in `text`."""
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if d.get("tool") == tool:
-                return d
-    return None
 
 
 def _side(d: dict, tool: str) -> dict:

@@ -35,16 +35,24 @@ class Record:
     error: str | None = None
 
 
-def _last_json(text: str, tool: str) -> dict:
-    """`tool`'s last JSON line; ValueError when there is none or it does not parse."""
+def tool_json(text: str, tool: str) -> dict | None:
+    """The last JSON line of `tool` in `text`; a line cut short (no JSON) is passed over."""
     for line in reversed(text.splitlines()):
         line = line.strip()
-        if line.startswith("{") and f'"tool":"{tool}"' in line.replace(" ", ""):
+        if line.startswith("{"):
             try:
-                return json.loads(line)
+                d = json.loads(line)
             except json.JSONDecodeError:
-                break
-    raise ValueError(f"no {tool} JSON in the output")
+                continue
+            if d.get("tool") == tool:
+                return d
+    return None
+
+
+def _last_json(text: str, tool: str) -> dict:
+    if (d := tool_json(text, tool)) is None:
+        raise ValueError(f"no {tool} JSON in the output")
+    return d
 
 
 def _probe(text: str, rec: Record) -> None:
