@@ -35,15 +35,13 @@ class PandemoniumError(Exception):
 
 def setup_logging(verbose: bool = False) -> None:
     # Progress goes to stderr so that stdout stays the guest console / tool output.
-    if log.handlers:
-        log.setLevel(logging.DEBUG if verbose else logging.INFO)
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("[pandemonium] %(levelname_short)s%(message)s"))
-    handler.addFilter(_add_short_level)
-    log.addHandler(handler)
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[pandemonium] %(levelname_short)s%(message)s"))
+        handler.addFilter(_add_short_level)
+        log.addHandler(handler)
+        log.propagate = False
     log.setLevel(logging.DEBUG if verbose else logging.INFO)
-    log.propagate = False
 
 
 def _add_short_level(record: logging.LogRecord) -> bool:

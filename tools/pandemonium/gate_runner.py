@@ -247,11 +247,11 @@ def run_service(cpus: int, kernel: str, accel: str, extra_args: str = "",
     """The service layer, once (at the first vCPU count): it checks the systemd integration, which
     does not change with the CPU count. It runs the unit as installed, so --sched-args do not
     apply to it."""
-    from .vm.service import run_service_layer
+    from .vm.service import boot_service_layer, prepare_service_layer
 
     _service_banner(cpus, kernel, extra_args, beside=False)
-    return _service_gate_run(cpus, run_service_layer(cpus=cpus, kernel=kernel, accel=accel,
-                                                     loader=loader))
+    prep = prepare_service_layer(kernel=kernel, accel=accel, loader=loader)
+    return _service_gate_run(cpus, boot_service_layer(prep, cpus))
 
 
 def start_service(cpus: int, kernel: str, accel: str, extra_args: str = "",

@@ -153,12 +153,8 @@ def _systemctl(*args: str, check: bool = False) -> subprocess.CompletedProcess:
 def _write_file(path: Path, data: bytes, mode: int) -> str:
     """Writes atomically (temp file + rename, so a running binary is never modified in place);
     returns 'installed', 'updated' or 'unchanged'."""
-    try:
-        same = path.read_bytes() == data
-        existed = True
-    except FileNotFoundError:
-        same, existed = False, False
-    if same:
+    existed = path.exists()
+    if existed and path.read_bytes() == data:
         if (path.stat().st_mode & 0o7777) != mode:
             os.chmod(path, mode)
             return "updated"

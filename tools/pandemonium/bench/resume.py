@@ -64,10 +64,9 @@ def death_step(plan: Plan, recorded: set[Key], skipped: list[int]) -> int | None
 
 
 def first_step_to_run(plan: Plan, skipped: list[int]) -> int | None:
-    """The step a boot that skips `skipped` starts at (a partly finished run from its start)."""
-    n = len(plan.phases)
-    return next((k for k in range(1, len(plan_steps(plan)) + 1)
-                 if (k - 1) // n + 1 not in skipped), None)
+    """The step a boot that skips `skipped` starts at (a partly finished run from its start):
+    where a boot that recorded nothing died."""
+    return death_step(plan, set(), skipped)
 
 
 def remaining_estimate_s(plan: Plan, skipped: list[int], attach_s: float = ATTACH_EST_S) -> float:

@@ -302,11 +302,3 @@ def boot_service_layer(prep: Prepared, cpus: int = 2, mem_mb: int = 2048,
     log.info("service layer: %s in %.0f s (image %s); logs in %s",
              "PASS" if run.rc == 0 else "FAIL", run.duration_s, prep.image.name, run_dir)
     return run
-
-
-def run_service_layer(cpus: int = 2, kernel: str = "default", accel: str = "tcg-single",
-                      mem_mb: int = 2048, echo: bool = True,
-                      loader: anchors.BackgroundInstall | None = None) -> ServiceRun:
-    """The layer's two boots, after what they need (see prepare_service_layer())."""
-    prep = prepare_service_layer(kernel, accel, loader)
-    return boot_service_layer(prep, cpus, mem_mb, echo)
