@@ -490,8 +490,7 @@ def add_install_parser(sub: argparse._SubParsersAction) -> None:
                "  ./pandemonium.py install --destdir /tmp/stage --prefix /usr    # packagers\n"
                f"  ./pandemonium.py build && {sudo_command('install', '--no-build')}\n"
                "then: sudo systemctl enable --now pandemonium\n"
-               "(sudo keeps BPF_CLANG and CARGO_TARGET_DIR only when told to, as above)",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+               "(sudo keeps BPF_CLANG and CARGO_TARGET_DIR only when told to, as above)")
     _add_layout_args(p)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--no-build", action="store_true",
@@ -539,8 +538,7 @@ def add_uninstall_parser(sub: argparse._SubParsersAction) -> None:
         description="Stop and disable the service (running system only), then remove the\n"
                     "binaries, the unit and the environment file; an edited environment file is\n"
                     "kept unless --purge. Give it the --prefix/--destdir/--sysconfdir/--unitdir\n"
-                    "that install got. Running it again changes nothing.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "that install got. Running it again changes nothing.")
     _add_layout_args(p)
     p.add_argument("--purge", action="store_true",
                    help="remove SYSCONFDIR/default/pandemonium even if it was edited")
@@ -560,8 +558,7 @@ def add_status_parser(sub: argparse._SubParsersAction) -> None:
                     "this kernel has sched_ext and which scheduler is attached (from\n"
                     "/sys/kernel/sched_ext/state and root/ops; for pandemonium also the process,\n"
                     "its binary and that binary's --version), and the systemd service state.\n"
-                    "Needs no root; always exits 0.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "Needs no root; always exits 0.")
     _add_layout_args(p)
     p.add_argument("--sysfs", default="/sys", metavar="DIR",
                    help="read sched_ext state below this sysfs root (default: /sys)")
@@ -582,8 +579,7 @@ def add_clean_parser(sub: argparse._SubParsersAction) -> None:
         description="Run cargo clean (CARGO_TARGET_DIR honored) and remove the sched_ext\n"
                     "headers build.rs extracted into include/scx/. The user's cache\n"
                     "(~/.cache/pandemonium: VM kernels, initramfs images, the service layer's\n"
-                    "Debian image) is kept unless --cache.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "Debian image) is kept unless --cache.")
     p.add_argument("--cache", action="store_true",
                    help="also delete the cache ($PANDEMONIUM_CACHE or "
                         "$XDG_CACHE_HOME/pandemonium or ~/.cache/pandemonium)")
@@ -601,8 +597,7 @@ def add_rebuild_parser(sub: argparse._SubParsersAction) -> None:
         description="Remove the crate's release artifacts (cargo clean -p scx_pandemonium\n"
                     "--release: build.rs output, BPF object, skeleton, bindings) and the\n"
                     "extracted include/scx/, then build again (release). Dependencies come from\n"
-                    "the registry and cannot be stale, so they are kept unless --full.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "the registry and cannot be stale, so they are kept unless --full.")
     p.add_argument("--full", action="store_true",
                    help="plain cargo clean: rebuild the dependencies too (slow)")
     p.set_defaults(func=cmd_rebuild)

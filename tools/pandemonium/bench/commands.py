@@ -82,7 +82,6 @@ def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
                     "slower than bare metal and only comparable within one boot. Writes JSON, "
                     "a Markdown report (the scoreboard first) and plots under "
                     "~/.cache/pandemonium/bench/ and prints the path.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"phases: {', '.join(spec.phases)}"
                + (f" (and, with --phases, {', '.join(spec.more_phases)})" if spec.more_phases
                   else "")

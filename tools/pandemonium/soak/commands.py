@@ -36,8 +36,7 @@ def add_bench_soak_parser(sub: argparse._SubParsersAction) -> None:
                "verdicts: 0 ejections; longest wait (progress monitor, daemon wake_lat_max) "
                "under the 5 s watchdog; daemon RSS growth under 1 MiB per instance after a "
                "30 s warm-up; the procdb loaded at every restart and intact at the end; every "
-               "window reported. Exit status 1 when a verdict fails.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+               "window reported. Exit status 1 when a verdict fails.")
     p.add_argument("--duration", type=int, default=plan.DEFAULT_DURATION_S, metavar="S",
                    help=f"seconds of load (default: {plan.DEFAULT_DURATION_S})")
     p.add_argument("--cpus", type=int, default=2, metavar="N", help="vCPUs (default: 2)")

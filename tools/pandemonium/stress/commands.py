@@ -34,8 +34,7 @@ def add_bench_stress_parser(sub: argparse._SubParsersAction) -> None:
                f"at least {wl.MIN_WORKLOAD_S} s each.\n"
                "RT workloads (" + ", ".join(sorted(wl.RT_WORKLOADS)) + ") on a kernel without the "
                "sched_ext deadline server report stalls as kernel limits, not unexpected exits.\n"
-               "Exit status: 0 when there are no unexpected exits and every workload completed.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+               "Exit status: 0 when there are no unexpected exits and every workload completed.")
     p.add_argument("--quick", action="store_true", help="the short form (CI): see below")
     p.add_argument("--cpus", metavar="N[,N]", help="vCPU counts (default: 2,4)")
     p.add_argument("--kernel", metavar="SPEC[,SPEC]",
