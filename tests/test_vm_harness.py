@@ -384,6 +384,20 @@ def test_accel_modes_and_qemu_command():
     assert accel.resolve("tcg-icount", Path("/nonexistent")) == "tcg-icount"
 
 
+@pytest.mark.parametrize("output, verdict", [
+    ("[    0.9] Run /init as init process\n[    1.0] Kernel panic - not syncing: VFS\n",
+     (True, "guest kernel booted under KVM")),
+    ("KVM internal error. Suberror: 1\nemulation failure\n", (False, "KVM internal error")),
+    ("", (False, "no guest kernel output under KVM within the probe time")),
+])
+def test_kvm_probe_reads_the_guest_console(tmp_path, monkeypatch, output, verdict):
+    fake_qemu = tmp_path / "qemu"
+    fake_qemu.write_text(f"#!/bin/sh\nprintf '{output}'\n")
+    fake_qemu.chmod(0o755)
+    monkeypatch.setattr(accel.os, "access", lambda *a: True)
+    assert accel.probe_kvm(Path("/k"), qemu=str(fake_qemu)) == verdict
+
+
 def test_topology_splits_cpus_into_numa_nodes_and_smt_siblings():
     flat = qemu.parse_topology(None)
     assert flat.flat and flat.qemu_args(4, 1024) == ["-smp", "4"]
