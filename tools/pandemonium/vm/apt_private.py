@@ -144,11 +144,7 @@ class PrivateApt:
         """
         if not force and self.lists_fresh():
             return
-        try:
-            mirror, keyring = system_debian_mirror()
-        except LookupError as exc:
-            raise PandemoniumError(f"{exc}. Set PANDEMONIUM_DEBIAN_MIRROR to a Debian mirror URI "
-                           "(e.g. the 'URIs:' value of a Debian apt source).") from None
+        mirror, keyring = system_debian_mirror()
         keyring_path = Path(os.environ.get("PANDEMONIUM_APT_KEYRING") or keyring or DEFAULT_KEYRING)
         log.info("apt: using Debian mirror %s (keyring %s)", mirror, keyring_path)
 
@@ -163,7 +159,6 @@ class PrivateApt:
                 raise PandemoniumError(f"apt-get update failed:\n{out.strip()}{hint}")
             log.warning("apt: %s cannot be verified with %s; fetching a newer "
                         "debian-archive-keyring", ", ".join(sorted(failed)), keyring_path)
-            ok = False
             # A keyring bootstrapped on an earlier run is tried before downloading again.
             stored = sorted(self.root.glob("keyring-*"), key=lambda p: p.stat().st_mtime)
             if stored:

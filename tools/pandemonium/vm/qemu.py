@@ -147,16 +147,12 @@ def _handle(line: str, console: ConsoleState, echo: bool,
     """Feeds one console line to `console` and the terminal; True when it is progress."""
     dumping = console.in_results
     console.feed(line)
-    if echo and not dumping and not console.in_results:
-        sys.stdout.write(line.rstrip("\r\n") + "\n")
+    if echo and not dumping:
+        sys.stdout.write("[results dump from guest: not echoed, see log]\n" if console.in_results
+                         else line.rstrip("\r\n") + "\n")
         sys.stdout.flush()
-    elif echo and console.in_results and not dumping:
-        sys.stdout.write("[results dump from guest: not echoed, see log]\n")
-        sys.stdout.flush()
-    if dumping or console.in_results or on_line is None:
-        progress = True  # a guest sending its results is not stuck
-    else:
-        progress = bool(on_line(clean(line)))
+    # A guest sending its results is not stuck.
+    progress = dumping or console.in_results or on_line is None or bool(on_line(clean(line)))
     fatal = next((f for f in _QEMU_FATAL if f in line), None)
     if fatal:
         raise Stop(f"QEMU reported '{fatal}'")
