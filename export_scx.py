@@ -221,12 +221,8 @@ def rewrite_manifest(doc: dict, scx: Path, root_doc: dict) -> tuple[dict, list[s
 
 
 MARKER = "# Exported from scx_pandemonium by its export_scx.py"
-
-
-def render_manifest(doc: dict) -> str:
-    return (f"{MARKER}; changes belong upstream, then\n"
-            "# re-export. Generated, so comments of the original manifest are not kept.\n\n"
-            + dump_toml(doc))
+MANIFEST_HEAD = (f"{MARKER}; changes belong upstream, then\n"
+                 "# re-export. Generated, so comments of the original manifest are not kept.\n\n")
 
 
 # -- workspace members --------------------------------------------------------------
@@ -322,7 +318,7 @@ def plan_files(src: Path, scx: Path, root_doc: dict) -> tuple[dict[str, bytes], 
     files = {rel: path.read_bytes() for rel, path in _dir_files(src) if not _excluded(rel)}
     files.update({n: (src / n).read_bytes() for n in COPY_FILES if (src / n).is_file()})
     manifest, notes = rewrite_manifest(read_toml(src / "Cargo.toml"), scx, root_doc)
-    files["Cargo.toml"] = render_manifest(manifest).encode()
+    files["Cargo.toml"] = (MANIFEST_HEAD + dump_toml(manifest)).encode()
     return files, notes
 
 

@@ -189,12 +189,6 @@ def pick(command: str, flag: str, spec: str | None, default: list[str],
     return [a for a in allowed if a in wanted]
 
 
-def out_dir_for(spec: Command, args: argparse.Namespace) -> Path:
-    if args.out:
-        return Path(args.out).expanduser()
-    return cache_dir("bench") / f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.name}"
-
-
 def run_command(spec: Command, args: argparse.Namespace) -> int:
     from .. import build
     from .. import packages as pkgs
@@ -217,7 +211,8 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
                                        "(./pandemonium.py build)")
     plan.external = [anchors.resolve(e) for e in plan.external]
     ensure_matplotlib()
-    out = out_dir_for(spec, args)
+    out = (Path(args.out).expanduser() if args.out
+           else cache_dir("bench") / f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.name}")
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     if native:

@@ -141,8 +141,9 @@ def externals_in(plan: Plan) -> list:
 
 
 def driver_env(plan: Plan, binary_for) -> dict[str, str]:
-    """The guest driver's environment; binary_for(External) is where its binary is there."""
-    ext = ";".join(anchors.command_line(e, binary_for(e)) for e in externals_in(plan))
+    """The guest driver's environment; binary_for(External) is where its binary is there.
+    BENCH_EXTERNALS: `label=binary args` per external scheduler, ';' between them."""
+    ext = ";".join(f"{e.label}={' '.join([binary_for(e), *e.args])}" for e in externals_in(plan))
     return {"BENCH_RUNS": " ".join(r.token() for r in plan.runs()),
             "BENCH_PHASES": " ".join(plan.phases), "BENCH_EXTERNALS": ext,
             "BENCH_SCHED_ARGS": " ".join(plan.sched_args), **plan.sizes.guest_env()}
@@ -175,8 +176,10 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
         planned, kept = len(R.plan_steps(plan)), R.kept_steps(plan, recorded)
         died_at = R.death_step(plan, boot.recorded, skipped)
         if died_at in deaths:
-            stopped = (f"step {died_at} ({_step_name(plan, died_at)}) killed the guest in boot "
-                       f"{deaths[died_at]} and again in boot {boot.number}: not resuming")
+            cores, it, sched, phase = R.plan_steps(plan)[died_at - 1]
+            stopped = (f"step {died_at} ({sched} {phase} at {cores} cores, iteration {it}) killed "
+                       f"the guest in boot {deaths[died_at]} and again in boot {boot.number}: "
+                       "not resuming")
         elif boot.number >= R.MAX_BOOTS:
             stopped = f"the guest died in {boot.number} boots: no further resume"
         if stopped:
@@ -217,11 +220,6 @@ def _timeout(plan: Plan, skipped: list[int]) -> float:
     # TCG pace varies with host load; every vCPU lengthens the boot and each attach.
     return (R.remaining_estimate_s(plan, skipped) * 2 + 900
             + BOOT_S_PER_VCPU * max(plan.cores))
-
-
-def _step_name(plan: Plan, k: int) -> str:
-    cores, it, sched, phase = R.plan_steps(plan)[k - 1]
-    return f"{sched} {phase} at {cores} cores, iteration {it}"
 
 
 def _both(*callbacks):

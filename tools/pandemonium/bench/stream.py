@@ -69,9 +69,6 @@ class StreamSaver:
         self._block: tuple[int, str] | None = None
         self._b64: list[str] = []
 
-    def __call__(self, raw: str) -> None:
-        self.feed(raw)
-
     def feed(self, raw: str) -> None:
         line = clean(raw)
         if self._block is not None:
@@ -95,6 +92,8 @@ class StreamSaver:
             self.total = int(m.group(1))
         elif line.strip() == DONE or line.endswith(DONE):
             self.done = True
+
+    __call__ = feed  # run_in_vm's on_line
 
     def close(self) -> None:
         """A block still open was cut short (the console ended, or another block began)."""

@@ -118,7 +118,7 @@ def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
     nonce = secrets.token_hex(6)
     results_dir, log_path = _run_dir(Path(out_dir) if out_dir else None, nonce)
 
-    attempts = 1 + (1 if retry_on_oops else 0)
+    attempts = 2 if retry_on_oops else 1
     oops_lines: list[str] = []
     for attempt in range(1, attempts + 1):
         console = ConsoleState(nonce)
@@ -136,11 +136,10 @@ def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
             boot = qemu.boot(qcmd, console, timeout_s=timeout, log_path=attempt_log, echo=echo,
                              on_line=on_line, stall_s=progress_timeout)
         oops_lines += console.oops_lines
-        if console.oops_seen and console.exit_code is None and attempt < attempts:
-            banner(f"GUEST KERNEL OOPS under {mode} (not a test result): retrying once. "
-                   f"First oops line: {console.oops_lines[0]!r}. Log: {attempt_log}")
-            continue
-        break
+        if not console.oops_seen or console.exit_code is not None or attempt == attempts:
+            break
+        banner(f"GUEST KERNEL OOPS under {mode} (not a test result): retrying once. "
+               f"First oops line: {console.oops_lines[0]!r}. Log: {attempt_log}")
 
     result = VmResult(rc=0, accel_used=mode, kernel_version=kinfo.version, log_path=attempt_log,
                       oops_seen=bool(oops_lines),
