@@ -140,12 +140,6 @@ class SchedExtState:
 def sched_ext_state(sysfs_root: str | os.PathLike = "/sys") -> SchedExtState | None:
     """Reads <sysfs_root>/kernel/sched_ext/{state,root/ops}; None if the kernel has no sched_ext."""
     base = Path(sysfs_root) / "kernel" / "sched_ext"
-    try:
-        state = (base / "state").read_text().strip()
-    except OSError:
-        return None
-    try:
-        ops = (base / "root" / "ops").read_text().strip() or None
-    except OSError:
-        ops = None
-    return SchedExtState(state, ops)
+    state = read_text(base / "state").strip()
+    ops = read_text(base / "root" / "ops").strip() or None
+    return SchedExtState(state, ops) if state else None
