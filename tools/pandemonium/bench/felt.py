@@ -54,10 +54,7 @@ assert list(FIGURES["audio"]) == [p.name for p in AUDIO_FIGURES]
 def build_load(text: str) -> dict | None:
     """What the build got done beside the tool (build_load_stop's line), or None."""
     m = _BUILD.search(text)
-    if not m:
-        return None
-    builds, objects, steps, execs = (int(g) for g in m.groups())
-    return {"builds": builds, "objects": objects, "steps": steps, "execs": execs}
+    return dict(zip(("builds", "objects", "steps", "execs"), map(int, m.groups()))) if m else None
 
 
 def _side(d: dict, tool: str) -> dict:

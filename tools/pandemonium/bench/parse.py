@@ -216,8 +216,7 @@ def _bpfstats(text: str, rec: Record) -> None:
     progs = []
     for line in text.splitlines():
         if line.startswith("bpfprog "):
-            kv = dict(re.findall(r"(\w+):\s*(\d+)", line))
-            prog = {k: int(v) for k, v in kv.items()}
+            prog = {k: int(v) for k, v in re.findall(r"(\w+):\s*(\d+)", line)}
             m = re.search(r"\bname=(\S+)", line)
             prog["name"] = m.group(1) if m and m.group(1) != "-" else ""
             progs.append(prog)
@@ -263,13 +262,12 @@ PARSERS = {
 }
 
 
-def _cost(t0: str, t1: str, ticks0: str, ticks1: str, rss: str, hwm: str, rec: Record) -> None:
+def _cost(ticks0: str, ticks1: str, rss: str, hwm: str, rec: Record) -> None:
     if "-" in (ticks0, ticks1):
         return
-    dt = (int(t1) - int(t0)) / 100.0
     # One tick is 10 ms: below a 2 s window a single tick reads as >= 0.5 % of a CPU.
-    if dt >= MIN_COST_WINDOW_S:
-        rec.sched_cpu_pct = 100.0 * (int(ticks1) - int(ticks0)) / USER_HZ / dt
+    if rec.wall_s >= MIN_COST_WINDOW_S:
+        rec.sched_cpu_pct = 100.0 * (int(ticks1) - int(ticks0)) / USER_HZ / rec.wall_s
     rec.sched_rss_kb = None if rss == "-" else int(rss)
     rec.sched_hwm_kb = None if hwm == "-" else int(hwm)
 
@@ -300,7 +298,7 @@ def parse_step(line: str, raw_dir: Path) -> Record:
         raise ValueError(f"malformed steps.tsv line: {line!r}")
     cores, it, sched, phase, rc, t0, t1 = f[:7]
     rec = Record(int(cores), int(it), sched, phase, int(rc), (int(t1) - int(t0)) / 100.0)
-    _cost(t0, t1, f[7], f[10], f[11], f[12], rec)
+    _cost(f[7], f[10], f[11], f[12], rec)
     out = raw_dir / f"c{cores}-i{it}-{sched}.{phase}.out"
     text = out.read_text(errors="replace") if out.is_file() else ""
     if rec.rc == RC_NOT_ATTACHED:

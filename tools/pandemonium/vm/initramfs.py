@@ -101,12 +101,9 @@ def _busybox(builder: _Builder) -> None:
         raise InitramfsError(missing_message(["busybox"], "the guest's shell and tools"))
     builder.add_host_file(Path(busybox), "/bin/busybox")
     listing = subprocess.run([busybox, "--list-full"], capture_output=True, text=True, check=True)
-    for rel in listing.stdout.split():
-        path = "/" + rel
+    for path in ["/" + rel for rel in listing.stdout.split()] + ["/bin/sh"]:
         if path not in builder.archive:  # caller files win over applets of the same name
             builder.archive.add_symlink(path, "/bin/busybox")
-    if "/bin/sh" not in builder.archive:
-        builder.archive.add_symlink("/bin/sh", "/bin/busybox")
 
 
 def build_base(kernel_version: str, config_path: Path, files: list[GuestFile],
