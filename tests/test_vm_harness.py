@@ -418,11 +418,11 @@ def test_topology_splits_cpus_into_numa_nodes_and_smt_siblings():
     assert "-smp 32,sockets=2,cores=8,threads=2" in joined and "-m 2048" in joined
     assert joined.count("-numa node,") == 2
     for bad in ("nodes=0", "cores=2", "nodes=2,nodes=4", "nodes=x", "threads"):
-        with pytest.raises(qemu.QemuError):
+        with pytest.raises(PandemoniumError):
             qemu.parse_topology(bad)
-    with pytest.raises(qemu.QemuError, match="do not split"):
+    with pytest.raises(PandemoniumError, match="do not split"):
         topo.qemu_args(12, 2048)
-    with pytest.raises(qemu.QemuError, match="128 MB per node"):
+    with pytest.raises(PandemoniumError, match="128 MB per node"):
         topo.qemu_args(64, 256)
 
 

@@ -227,12 +227,11 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 def gate_topology(spec: str | None, cpus_list: list[int]):
     """test --topology as a vm.qemu.Topology checked against every --cpus count (None: flat)."""
-    from .vm.qemu import QemuError
     from .vm.runner import checked_topology
 
     try:
         return checked_topology(spec, cpus_list)
-    except QemuError as exc:
+    except PandemoniumError as exc:
         die(f"test: {exc}", 2)
 
 

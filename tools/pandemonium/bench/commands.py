@@ -166,12 +166,11 @@ def plan_from_args(spec: Command, args: argparse.Namespace,
 
 def topology_from_args(spec: Command, args: argparse.Namespace, plan: P.Plan):
     """--topology as a vm.qemu.Topology (None when not given), checked against the VM's size."""
-    from ..vm.qemu import QemuError
     from ..vm.runner import checked_topology
 
     try:
         return checked_topology(args.topology, [max(plan.cores)])
-    except QemuError as exc:
+    except PandemoniumError as exc:
         raise PandemoniumError(f"{spec.name}: {exc}") from None
 
 

@@ -89,7 +89,8 @@ class PrivateApt:
 
     def _run(self, args: list[str], cwd: Path | None = None, show: bool = True) -> subprocess.CompletedProcess:
         if not shutil.which(args[0]):
-            raise PandemoniumError(f"`{args[0]}` not found: fetching Debian kernels needs apt (a Debian-like host)")
+            raise PandemoniumError(f"`{args[0]}` not found: fetching Debian kernels needs apt "
+                                   "(a Debian-like host)")
         cmd = [args[0], *self.options(), *args[1:]]
         log.debug("running %s", " ".join(cmd))
         proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -130,7 +131,8 @@ class PrivateApt:
         proc = self._run(["apt-get", "-q", "download", *packages], cwd=dest)
         if proc.returncode != 0:
             errors = [l for l in proc.stdout.splitlines() if l.startswith("E:")] or [proc.stdout.strip()]
-            raise PandemoniumError(f"apt-get download {' '.join(packages)} failed:\n" + "\n".join(errors))
+            raise PandemoniumError(f"apt-get download {' '.join(packages)} failed:\n"
+                                   + "\n".join(errors))
         return sorted(set(dest.glob("*.deb")) - before)
 
     # -- setup with keyring fallback -----------------------------------------
@@ -182,7 +184,8 @@ class PrivateApt:
                 self.write_sources(mirror, KERNEL_SUITES, None, trusted=True)
                 ok, out = self.update()
                 if not ok:
-                    raise PandemoniumError(f"apt-get update failed even with trusted=yes:\n{out.strip()}")
+                    raise PandemoniumError("apt-get update failed even with trusted=yes:\n"
+                                           + out.strip())
         self.stamp.touch()
 
     def _bootstrap_keyring(self, mirror: str, keyring: Path) -> Path | None:

@@ -50,7 +50,8 @@ def shared_libs(binary: Path) -> list[str]:
         return []
     paths, missing = parse_ldd(proc.stdout)
     if missing:
-        raise PandemoniumError(f"{binary}: shared libraries not found on host: {', '.join(missing)}")
+        raise PandemoniumError(f"{binary}: shared libraries not found on host: "
+                               f"{', '.join(missing)}")
     return paths
 
 

@@ -139,7 +139,7 @@ def _fetch(apt: PrivateApt, version: str, kinds: set[str]) -> KernelInfo:
         config = _first_file(root, [f"boot/config-{version}", f"usr/lib/modules/{version}/config"])
         if not image or not config:
             raise PandemoniumError(f"packages {', '.join(d.name for d in debs)} lack "
-                              f"{'vmlinuz' if not image else 'config'} for {version}")
+                                   f"{'vmlinuz' if not image else 'config'} for {version}")
         staged = work / "out"
         staged.mkdir()
         shutil.copy2(image, staged / "vmlinuz")

@@ -26,10 +26,6 @@ BASE_CMDLINE = "console=ttyS0 loglevel=5 panic=-1 oops=panic rdinit=/init"
 _QEMU_FATAL = ("KVM internal error", "emulation failure")
 
 
-class QemuError(PandemoniumError):
-    pass
-
-
 @dataclass
 class BootResult:
     console: ConsoleState
@@ -56,13 +52,13 @@ class Topology:
         return f"nodes={self.nodes},threads={self.threads}"
 
     def check(self, cpus: int, mem_mb: int | None = None) -> None:
-        """QemuError unless `cpus` vCPUs (and `mem_mb` MB) split into this layout."""
+        """PandemoniumError unless `cpus` vCPUs (and `mem_mb` MB) split into this layout."""
         per_core = self.nodes * self.threads
         if cpus % per_core:
-            raise QemuError(f"topology {self}: {cpus} vCPUs do not split into {self.nodes} "
-                            f"node(s) of {self.threads}-thread cores")
+            raise PandemoniumError(f"topology {self}: {cpus} vCPUs do not split into "
+                                   f"{self.nodes} node(s) of {self.threads}-thread cores")
         if mem_mb is not None and mem_mb < 128 * self.nodes:
-            raise QemuError(f"topology {self}: {mem_mb} MB is under 128 MB per node")
+            raise PandemoniumError(f"topology {self}: {mem_mb} MB is under 128 MB per node")
 
     def qemu_args(self, cpus: int, mem_mb: int) -> list[str]:
         """-smp and, with more than one node, a RAM backend and a -numa node per socket."""
@@ -91,7 +87,8 @@ def parse_topology(spec: str | None) -> Topology:
         key, _, value = part.strip().partition("=")
         if key not in ("nodes", "threads") or not value.isdigit() or int(value) < 1 \
                 or key in fields:
-            raise QemuError(f"--topology {spec!r}: expected nodes=N,threads=T (each at least 1)")
+            raise PandemoniumError(f"--topology {spec!r}: expected nodes=N,threads=T "
+                                   "(each at least 1)")
         fields[key] = int(value)
     return Topology(**fields)
 
@@ -117,7 +114,7 @@ def boot(cmd: list[str], console: ConsoleState, *, timeout_s: float, log_path: P
     outside the results dump, cleaned (console.clean), and returns true when it is progress;
     without on_line every line is."""
     if not shutil.which(cmd[0]):
-        raise QemuError(missing_message([cmd[0]]))
+        raise PandemoniumError(missing_message([cmd[0]]))
     start = time.monotonic()
     with open(log_path, "wb") as logf:
         logf.write(("# " + " ".join(cmd) + "\n").encode())

@@ -158,9 +158,9 @@ def build(spec: RootfsSpec, dest: Path) -> None:
     from .apt_sources import system_debian_mirror
 
     if os.geteuid() != 0:
-        raise PandemoniumError(f"building the service layer's Debian image ({dest.name}) needs root "
-                          "(mmdebstrap and mke2fs keep the tree's owners): run the test as root "
-                          "once, after which the cached image is used")
+        raise PandemoniumError(f"building the service layer's Debian image ({dest.name}) needs "
+                               "root (mmdebstrap and mke2fs keep the tree's owners): run the test "
+                               "as root once, after which the cached image is used")
     pbuild.ensure_packages(vm=True, extra=["mmdebstrap", "mke2fs"])
     mirror, keyring = system_debian_mirror()
     log.info("rootfs: building %s (Debian %s from %s; a few minutes, once)", dest.name,

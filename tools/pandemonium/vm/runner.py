@@ -50,9 +50,7 @@ def _guest_files(add: Iterable, tools: Iterable[str], include_scheduler: bool) -
             log.warning("%s not built yet; not adding it to the guest", built)
     files += [initramfs.tool_file(t) for t in tools]
     for item in add:
-        if isinstance(item, initramfs.GuestFile):
-            files.append(item)
-        elif isinstance(item, str):
+        if isinstance(item, str):
             files.append(initramfs.parse_add(item))
         else:
             host, guest = item
@@ -76,7 +74,7 @@ def _run_dir(out_dir: Path | None, nonce: str) -> tuple[Path, Path]:
 
 def checked_topology(spec: str | None, cpu_counts: list[int]) -> qemu.Topology | None:
     """--topology as a qemu.Topology that every VM size in `cpu_counts` splits into, at the
-    default memory (None when not given). Raises qemu.QemuError."""
+    default memory (None when not given). Raises PandemoniumError."""
     if not spec:
         return None
     topology = qemu.parse_topology(spec)
