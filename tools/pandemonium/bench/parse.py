@@ -252,6 +252,18 @@ def _telemetry(text: str, rec: Record) -> None:
     rec.value = None
 
 
+def _admin(text: str, rec: Record) -> None:
+    from .admin import parse_admin  # admin.py imports this module's cyclictest parser
+
+    parse_admin(text, rec)
+
+
+def _felt(text: str, rec: Record) -> None:
+    from .felt import parse_felt  # felt.py imports this module's Record
+
+    parse_felt(text, rec)
+
+
 PARSERS = {
     "throughput": _throughput, "floor": _probe, "latency": _probe, "burst": _probe,
     "longrun": _probe, "mixed": _probe, "deadline": _deadline, "ipc": _benchlat, "launch": _benchlat,
@@ -259,6 +271,7 @@ PARSERS = {
     "oversub": _probe, "recovery": _probe,
     "pinned": _stress_gap, "forkthread": _messaging, "bpfstats": _bpfstats, "rapl": _rapl,
     "idle": _telemetry, "busy": _telemetry, "telemetry": _telemetry,
+    "admin": _admin, "frames": _felt, "audio": _felt,
 }
 
 
@@ -270,24 +283,6 @@ def _cost(ticks0: str, ticks1: str, rss: str, hwm: str, rec: Record) -> None:
         rec.sched_cpu_pct = 100.0 * (int(ticks1) - int(ticks0)) / USER_HZ / rec.wall_s
     rec.sched_rss_kb = None if rss == "-" else int(rss)
     rec.sched_hwm_kb = None if hwm == "-" else int(hwm)
-
-
-def _admin(text: str, rec: Record) -> None:
-    from .admin import parse_admin  # admin.py imports this module's cyclictest parser
-
-    parse_admin(text, rec)
-
-
-PARSERS["admin"] = _admin
-
-
-def _felt(text: str, rec: Record) -> None:
-    from .felt import parse_felt  # felt.py imports this module's Record
-
-    parse_felt(text, rec)
-
-
-PARSERS["frames"] = PARSERS["audio"] = _felt
 
 
 def parse_step(line: str, raw_dir: Path) -> Record:

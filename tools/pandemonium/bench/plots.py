@@ -83,10 +83,8 @@ def _bars(ax, groups: list[str], series: dict[str, list[float | None]], color: d
                for i, (x, v) in enumerate(zip(xs, vals)) if v is not None]
         if not pts:
             continue
-        yerr = None
-        if errs:
-            yerr = [[v - (e[0] if e else v) for _, v, e in pts],
-                    [(e[1] if e else v) - v for _, v, e in pts]]
+        yerr = [[v - (e[0] if e else v) for _, v, e in pts],
+                [(e[1] if e else v) - v for _, v, e in pts]] if errs else None
         ax.bar([x for x, _, _ in pts], [v for _, v, _ in pts], width, label=name, yerr=yerr,
                capsize=2, color=color.get(name))
     ax.set_xticks(range(len(groups)))
