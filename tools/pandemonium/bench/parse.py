@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..common import read_text
+
 USER_HZ = 100  # /proc/PID/stat ticks; fixed at 100 on x86 Linux whatever CONFIG_HZ is
 MIN_COST_WINDOW_S = 2.0
 RC_EJECTED = 200  # driver.sh: the scheduler was no longer attached when the phase ended
@@ -324,14 +326,11 @@ def parse_results(results: Path) -> tuple[list[Record], list[str], dict[str, str
         raise FileNotFoundError(f"{steps} missing: the guest driver did not run")
     records = [parse_step(line, results / "raw") for line in steps.read_text().splitlines()
                if line.strip()]
-    events_file = results / "events.log"
-    events = events_file.read_text().splitlines() if events_file.is_file() else []
+    events = read_text(results / "events.log").splitlines()
     env = {}
-    env_file = results / "env.txt"
-    if env_file.is_file():
-        for line in env_file.read_text().splitlines():
-            key, _, value = line.partition(" ")
-            env[key] = value
+    for line in read_text(results / "env.txt").splitlines():
+        key, _, value = line.partition(" ")
+        env[key] = value
     return records, events, env
 
 
