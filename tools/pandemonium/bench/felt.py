@@ -25,8 +25,8 @@ import re
 import statistics
 
 from .parse import Record, expand_figures, tagged_sections, tagged_states, tool_json
-from .plan import AUDIO_FIGURES, EEVDF, FRAMES_FIGURES, PANDEMONIUM, PANDEMONIUM_GAMING, PHASES, \
-    is_external
+from .plan import AUDIO_FIGURES, EEVDF, FRAMES_FIGURES, OURS, PANDEMONIUM, PANDEMONIUM_GAMING, \
+    PHASES, is_external
 
 _BUILD = re.compile(r"^build-load builds=(\d+) objects=(\d+) steps=(\d+) execs=(\d+)\s*$", re.M)
 
@@ -136,9 +136,8 @@ def _medians(records: list[Record]) -> dict[tuple[int, str, str], dict]:
 
 def _order(scheds: set[str]) -> list[str]:
     """EEVDF, ours, then the anchors."""
-    ours = [s for s in (PANDEMONIUM, "pandemonium-bpf", PANDEMONIUM_GAMING) if s in scheds]
-    return ([EEVDF] if EEVDF in scheds else []) + ours + sorted(s for s in scheds
-                                                                if s != EEVDF and s not in ours)
+    return ([EEVDF] if EEVDF in scheds else []) + [s for s in OURS if s in scheds] \
+        + sorted(filter(is_external, scheds))
 
 
 def _fmt(v: float | None, unit: str) -> str:
