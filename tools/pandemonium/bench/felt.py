@@ -229,4 +229,14 @@ def notes(result, cells=None) -> list[str]:
         out += [line for line in (_game_line(cores, m, scheds), _audio_line(cores, m, scheds))
                 if line]
         out += _targets(cores, m, scheds)
-    return out
+    return out + [AUTOGROUP_NOTE] if out else out
+
+
+# build_load_start() runs the build in a session of its own, as a terminal does. With the
+# kernel's autogroup on, EEVDF weighs that whole session as one task against the game's or the
+# audio tool's; no sched_ext scheduler sees autogroups.
+AUTOGROUP_NOTE = (
+    "the build runs in a session of its own (setsid): where the kernel's autogroup is on "
+    "(CONFIG_SCHED_AUTOGROUP and kernel.sched_autogroup_enabled, as in the guest), EEVDF gives "
+    "that whole session one task's share, which no sched_ext scheduler does (README, Known "
+    "problems: what it is worth to EEVDF's figures)")
