@@ -330,9 +330,10 @@ fn judge(e: &Figures, o: &Figures) -> Vec<String> {
         ),
     );
     // A nice 19 hog gets ~1.5 % under EEVDF: over 5 s that is tens of ms per thread, and one
-    // slice more or less moves the ratio a lot. Ours is held to EEVDF's +-15 % only when
-    // EEVDF's own two half-windows agree within 15 %; otherwise to the lower side alone (nice 19
-    // taking more than 1.15x what EEVDF gives it), the direction the issue is about.
+    // slice more or less moves the ratio a lot. Ours is held to EEVDF's +-15 % (or nearer the
+    // weights: nice_bounds()) only when EEVDF's own two half-windows agree within 15 %;
+    // otherwise to the lower side alone (nice 19 taking more than 1.15x what EEVDF gives it),
+    // the direction the issue is about.
     let (low, high) = nice_bounds(e.nice_ratio, nice_stable(e));
     check(
         o.nice_ratio >= low && high.is_none_or(|h| o.nice_ratio <= h),

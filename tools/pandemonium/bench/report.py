@@ -56,7 +56,7 @@ def verdict(cell: Cell) -> str:
             return ""
         tol = f"+-{phase.tol * 100:.0f} %"
         if phase.tol_to_eevdf:
-            if cell.ratio is None:
+            if not cell.ratio:
                 return "no EEVDF ratio"
             # EEVDF itself lands off the configured value (nice 0/19 at 4 vCPUs read 0.48x of
             # the weights' 68.3 under its load balancing): a figure nearer what the
