@@ -149,7 +149,7 @@ mod tests {
     }
 
     #[test]
-    fn the_map_size_is_the_bpf_programs() {
+    fn the_map_sizes_are_the_bpf_programs() {
         use crate::bpf_skel::BpfSkelBuilder;
         use libbpf_rs::skel::SkelBuilder;
         let mut obj = std::mem::MaybeUninit::uninit();
@@ -157,6 +157,10 @@ mod tests {
             .open(&mut obj)
             .expect("opening the BPF object (no load)");
         assert_eq!(skel.maps.compositor_map.max_entries() as usize, MAP_ENTRIES);
+        assert_eq!(
+            skel.maps.coop_comms.max_entries() as usize,
+            crate::coop::MAP_ENTRIES
+        );
     }
 
     #[test]
