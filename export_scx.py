@@ -221,12 +221,8 @@ def rewrite_manifest(doc: dict, scx: Path, root_doc: dict) -> tuple[dict, list[s
 
 
 MARKER = "# Exported from scx_pandemonium by its export_scx.py"
-
-
-def render_manifest(doc: dict) -> str:
-    return (f"{MARKER}; changes belong upstream, then\n"
-            "# re-export. Generated, so comments of the original manifest are not kept.\n\n"
-            + dump_toml(doc))
+MANIFEST_HEAD = (f"{MARKER}; changes belong upstream, then\n"
+                 "# re-export. Generated, so comments of the original manifest are not kept.\n\n")
 
 
 # -- workspace members --------------------------------------------------------------
@@ -317,18 +313,12 @@ def _dir_files(root: Path):
                     yield path.relative_to(root).as_posix(), path
 
 
-def source_files(src: Path) -> dict[str, bytes]:
-    files = {rel: path.read_bytes() for rel, path in _dir_files(src) if not _excluded(rel)}
-    for name in COPY_FILES:
-        if (src / name).is_file():
-            files[name] = (src / name).read_bytes()
-    return files
-
-
 def plan_files(src: Path, scx: Path, root_doc: dict) -> tuple[dict[str, bytes], list[str]]:
-    files = source_files(src)
+    """The crate's files as exported (relative path -> bytes) and the manifest rewrite's notes."""
+    files = {rel: path.read_bytes() for rel, path in _dir_files(src) if not _excluded(rel)}
+    files.update({n: (src / n).read_bytes() for n in COPY_FILES if (src / n).is_file()})
     manifest, notes = rewrite_manifest(read_toml(src / "Cargo.toml"), scx, root_doc)
-    files["Cargo.toml"] = render_manifest(manifest).encode()
+    files["Cargo.toml"] = (MANIFEST_HEAD + dump_toml(manifest)).encode()
     return files, notes
 
 
@@ -368,12 +358,6 @@ def compare(files: dict[str, bytes], crate_dir: Path) -> list[tuple[str, str]]:
     return changes + [("delete", rel) for rel, _ in _dir_files(crate_dir) if rel not in files]
 
 
-def foreign_crate(crate_dir: Path) -> bool:
-    """True if crate_dir holds a crate this script did not write (e.g. upstream's own)."""
-    manifest = crate_dir / "Cargo.toml"
-    return manifest.is_file() and not manifest.read_text().startswith(MARKER)
-
-
 def export(scx: Path, *, dry_run: bool = False, fmt: bool = True, replace: bool = False,
            src: Path = PROJECT_ROOT) -> int:
     """Returns the number of changes made (or, with dry_run, that would be made)."""
@@ -381,7 +365,8 @@ def export(scx: Path, *, dry_run: bool = False, fmt: bool = True, replace: bool 
     root_doc = check_checkout(scx)
     crate_dir = scx / MEMBER
     files, notes = plan_files(src, scx, root_doc)
-    if foreign_crate(crate_dir):
+    manifest = crate_dir / "Cargo.toml"
+    if manifest.is_file() and not manifest.read_text().startswith(MARKER):  # upstream's own?
         leftovers = sorted(p.name + ("/" if p.is_dir() else "") for p in crate_dir.iterdir()
                            if p.name not in files and p.name not in COPY_DIRS)
         if not replace:

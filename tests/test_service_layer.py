@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tools.pandemonium.common import PandemoniumError
 from tools.pandemonium.vm import rootfs, service
 from tools.pandemonium.vm import service_guest as guest
 from tools.pandemonium.vm.console import ConsoleState, extract_results
@@ -89,7 +90,7 @@ def test_prune_keeps_the_newest(tmp_path):
 
 def test_building_needs_root(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    with pytest.raises(rootfs.RootfsError, match="needs root"):
+    with pytest.raises(PandemoniumError, match="needs root"):
         rootfs.build(rootfs.RootfsSpec(), tmp_path / "x.ext4")
 
 

@@ -14,7 +14,7 @@ from tools.pandemonium.common import PROJECT_ROOT
 from tools.pandemonium.stress import workloads as wl
 from tools.pandemonium.stress.report import (Run, markdown_table, pivot_table, summary,
                                             unexpected_count)
-from tools.pandemonium.stress.watch import is_progress
+from tools.pandemonium.stress.workloads import is_progress
 from tools.pandemonium.stress.results import (kernel_complaints, read_run, rescues_by_workload,
                                              split_kmsg)
 from tools.pandemonium.vm import qemu

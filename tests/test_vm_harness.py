@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.pandemonium.common import PROJECT_ROOT
+from tools.pandemonium.common import PROJECT_ROOT, PandemoniumError
 from tools.pandemonium.vm import accel, guest_init, initramfs, qemu
 from tools.pandemonium.vm.apt_private import signature_failed_suites
 from tools.pandemonium.vm.apt_sources import (parse_deb822, parse_one_line, pick_debian_mirror,
@@ -25,8 +25,7 @@ from tools.pandemonium.vm.apt_sources import (parse_deb822, parse_one_line, pick
 from tools.pandemonium.vm.console import ConsoleState, extract_results, is_oops
 from tools.pandemonium.vm.cpio import Archive
 from tools.pandemonium.vm.elfdeps import parse_ldd, shared_libs
-from tools.pandemonium.vm.kernel import (KernelError, bzimage_version, choose_version,
-                                         kernel_versions)
+from tools.pandemonium.vm.kernel import bzimage_version, choose_version, kernel_versions
 
 needs = lambda tool: pytest.mark.skipif(not shutil.which(tool), reason=f"{tool} not installed")  # noqa: E731
 
@@ -146,9 +145,9 @@ def test_choose_version_latest_prefix_full_and_errors():
     assert choose_version("latest", versions, full) == "7.3.4+deb13-cloud-amd64"
     assert choose_version("7.2", versions, full) == "7.2.13+deb14-cloud-amd64"
     assert choose_version("6.18.15+deb13-cloud-amd64", versions, full) == "6.18.15+deb13-cloud-amd64"
-    with pytest.raises(KernelError, match="Published without image or config: .*7.0.13"):
+    with pytest.raises(PandemoniumError, match="Published without image or config: .*7.0.13"):
         choose_version("7.0", versions, full)
-    with pytest.raises(KernelError, match="Published without image or config: 6.18.15"):
+    with pytest.raises(PandemoniumError, match="Published without image or config: 6.18.15"):
         choose_version("6.18.15+deb13-cloud-amd64", versions, set())  # meta-only image
 
 
@@ -325,7 +324,7 @@ def test_parse_add_defaults():
     assert initramfs.parse_add("/usr/bin/stress-ng").guest == "/usr/local/bin/stress-ng"
     assert initramfs.parse_add("/a/b:/opt/x").guest == "/opt/x"
     assert initramfs.parse_add("/a/b:/opt/").guest == "/opt/b"
-    with pytest.raises(initramfs.InitramfsError):
+    with pytest.raises(PandemoniumError, match="must be absolute"):
         initramfs.parse_add("/a/b:relative")
 
 
@@ -384,6 +383,20 @@ def test_accel_modes_and_qemu_command():
     assert accel.resolve("tcg-icount", Path("/nonexistent")) == "tcg-icount"
 
 
+@pytest.mark.parametrize("output, verdict", [
+    ("[    0.9] Run /init as init process\n[    1.0] Kernel panic - not syncing: VFS\n",
+     (True, "guest kernel booted under KVM")),
+    ("KVM internal error. Suberror: 1\nemulation failure\n", (False, "KVM internal error")),
+    ("", (False, "no guest kernel output under KVM within the probe time")),
+])
+def test_kvm_probe_reads_the_guest_console(tmp_path, monkeypatch, output, verdict):
+    fake_qemu = tmp_path / "qemu"
+    fake_qemu.write_text(f"#!/bin/sh\nprintf '{output}'\n")
+    fake_qemu.chmod(0o755)
+    monkeypatch.setattr(accel.os, "access", lambda *a: True)
+    assert accel.probe_kvm(Path("/k"), qemu=str(fake_qemu)) == verdict
+
+
 def test_topology_splits_cpus_into_numa_nodes_and_smt_siblings():
     flat = qemu.parse_topology(None)
     assert flat.flat and flat.qemu_args(4, 1024) == ["-smp", "4"]
@@ -405,11 +418,11 @@ def test_topology_splits_cpus_into_numa_nodes_and_smt_siblings():
     assert "-smp 32,sockets=2,cores=8,threads=2" in joined and "-m 2048" in joined
     assert joined.count("-numa node,") == 2
     for bad in ("nodes=0", "cores=2", "nodes=2,nodes=4", "nodes=x", "threads"):
-        with pytest.raises(qemu.QemuError):
+        with pytest.raises(PandemoniumError):
             qemu.parse_topology(bad)
-    with pytest.raises(qemu.QemuError, match="do not split"):
+    with pytest.raises(PandemoniumError, match="do not split"):
         topo.qemu_args(12, 2048)
-    with pytest.raises(qemu.QemuError, match="128 MB per node"):
+    with pytest.raises(PandemoniumError, match="128 MB per node"):
         topo.qemu_args(64, 256)
 
 

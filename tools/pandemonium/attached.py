@@ -11,10 +11,10 @@ Standard library only; `proc_root` lets the tests build a fake /proc.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from .common import BINARY_NAME, binary_version
+from .common import BINARY_NAME, binary_version, read_text
 
 # The kernel keeps 15 bytes of a command name; "scx_pandemonium" happens to fit exactly.
 COMM = BINARY_NAME[:15]
@@ -33,19 +33,9 @@ class Attached:
     deleted: bool           # replaced or removed on disk since the process started
     version: str | None     # its --version output
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
-
 
 def _candidate(pid_dir: Path) -> Attached | None:
-    comm = (_read(pid_dir / "comm") or b"").decode(errors="replace").strip()
+    comm = read_text(pid_dir / "comm").strip()
     try:
         link = os.readlink(pid_dir / "exe")
     except OSError:
@@ -53,8 +43,7 @@ def _candidate(pid_dir: Path) -> Attached | None:
     if comm != COMM and (link is None or
                          os.path.basename(link.removesuffix(DELETED)) != BINARY_NAME):
         return None
-    argv = [a.decode(errors="replace") for a in (_read(pid_dir / "cmdline") or b"").split(b"\0")
-            if a]
+    argv = [a for a in read_text(pid_dir / "cmdline").split("\0") if a]
     if not argv or NOT_SCHEDULER_ARGS.intersection(argv[1:]):
         return None
     pid = int(pid_dir.name)

@@ -10,11 +10,13 @@ mistaken for their own.
 from __future__ import annotations
 
 import argparse
+import functools
 import subprocess
 import sys
 from pathlib import Path
 
 from . import install
+from .bench.commands import add_all as add_bench_parsers
 from .common import PROJECT_ROOT, PandemoniumError, die, log, setup_logging
 from .soak.commands import add_bench_soak_parser
 from .stress.commands import add_bench_stress_parser
@@ -36,8 +38,7 @@ def add_vm_parser(sub: argparse._SubParsersAction) -> None:
                "  %(prog)s --cpus 2 -- uname -r\n"
                "  %(prog)s --tool stress-ng -- stress-ng --cpu 2 -t 5\n"
                "  %(prog)s --out /tmp/res -- sh -c 'dmesg > /results/dmesg.txt'\n"
-               "Files the command writes to /results are copied back to --out.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+               "Files the command writes to /results are copied back to --out.")
     p.add_argument("--cpus", type=int, default=2, metavar="N", help="vCPUs (default: 2)")
     p.add_argument("--mem", type=int, default=DEFAULT_MEM_MB, metavar="MB",
                    help=f"guest memory in MB (default: {DEFAULT_MEM_MB})")
@@ -95,8 +96,8 @@ def cmd_vm(args: argparse.Namespace) -> int:
 
 def add_build_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="build the scheduler (release)",
-                       description="Install missing build packages (as root) and run "
-                                   "cargo build --release. CARGO_TARGET_DIR is honored.")
+                       description="Install missing build packages (as root) and run cargo "
+                                   "build --release.\nCARGO_TARGET_DIR is honored.")
     p.set_defaults(func=cmd_build)
 
 
@@ -115,8 +116,7 @@ def add_run_parser(sub: argparse._SubParsersAction) -> None:
                     "here (needs root) until Ctrl-C. Otherwise it boots the project's VM and "
                     "runs it there for --duration seconds, with --hogs CPU hogs as load.",
         epilog="examples:\n  %(prog)s\n  %(prog)s -- --no-adaptive -v\n"
-               "  %(prog)s --vm --cpus 4 --hogs 8 --duration 60",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+               "  %(prog)s --vm --cpus 4 --hogs 8 --duration 60")
     p.add_argument("--vm", action="store_true", help="use the VM even if this kernel has sched_ext")
     p.add_argument("--cpus", type=int, default=2, metavar="N", help="VM vCPUs (default: 2)")
     p.add_argument("--duration", type=int, default=30, metavar="S",
@@ -170,8 +170,7 @@ def add_test_parser(sub: argparse._SubParsersAction) -> None:
                     "on the host, then the integration gate (tests/gate.rs) inside the VM at "
                     "each --cpus count.",
         epilog="examples:\n  %(prog)s\n  %(prog)s --gate load\n  %(prog)s --gate load --cpus 4\n"
-               "  %(prog)s --no-host --gate load,classify,latency --sched-args=--no-adaptive",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+               "  %(prog)s --no-host --gate load,classify,latency --sched-args=--no-adaptive")
     p.add_argument("--gate", metavar="LAYER[,LAYER]",
                    help=f"run only these gate layers ({', '.join(known_layers())}); "
                         "default: full_gate")
@@ -228,19 +227,12 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 def gate_topology(spec: str | None, cpus_list: list[int]):
     """test --topology as a vm.qemu.Topology checked against every --cpus count (None: flat)."""
-    from .vm.qemu import QemuError
     from .vm.runner import checked_topology
 
     try:
         return checked_topology(spec, cpus_list)
-    except QemuError as exc:
+    except PandemoniumError as exc:
         die(f"test: {exc}", 2)
-
-
-def add_bench_parsers(sub: argparse._SubParsersAction) -> None:
-    from .bench.commands import add_all
-
-    add_all(sub)
 
 
 COMMANDS = [add_build_parser, add_run_parser, add_test_parser, add_vm_parser, *install.PARSERS,
@@ -251,7 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pandemonium.py", description="Build, run and test the scx_pandemonium scheduler.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # Every subcommand's help keeps its description's line breaks (file tables, examples).
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                parser_class=functools.partial(
+                                    argparse.ArgumentParser,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter))
     for add in COMMANDS:
         add(sub)
     return parser

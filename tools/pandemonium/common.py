@@ -35,15 +35,13 @@ class PandemoniumError(Exception):
 
 def setup_logging(verbose: bool = False) -> None:
     # Progress goes to stderr so that stdout stays the guest console / tool output.
-    if log.handlers:
-        log.setLevel(logging.DEBUG if verbose else logging.INFO)
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("[pandemonium] %(levelname_short)s%(message)s"))
-    handler.addFilter(_add_short_level)
-    log.addHandler(handler)
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[pandemonium] %(levelname_short)s%(message)s"))
+        handler.addFilter(_add_short_level)
+        log.addHandler(handler)
+        log.propagate = False
     log.setLevel(logging.DEBUG if verbose else logging.INFO)
-    log.propagate = False
 
 
 def _add_short_level(record: logging.LogRecord) -> bool:
@@ -142,12 +140,6 @@ class SchedExtState:
 def sched_ext_state(sysfs_root: str | os.PathLike = "/sys") -> SchedExtState | None:
     """Reads <sysfs_root>/kernel/sched_ext/{state,root/ops}; None if the kernel has no sched_ext."""
     base = Path(sysfs_root) / "kernel" / "sched_ext"
-    try:
-        state = (base / "state").read_text().strip()
-    except OSError:
-        return None
-    try:
-        ops = (base / "root" / "ops").read_text().strip() or None
-    except OSError:
-        ops = None
-    return SchedExtState(state, ops)
+    state = read_text(base / "state").strip()
+    ops = read_text(base / "root" / "ops").strip() or None
+    return SchedExtState(state, ops) if state else None

@@ -214,8 +214,9 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
                  " (the layers that depend on the CPU count)" if sized_only else "")
         cmd = [GUEST_GATE, "--ignored", "--test-threads=1", "--exact", "--nocapture", *runnable]
         res = run_in_vm(cmd, cpus=cpus, kernel=kernel, accel=accel,
-                        add=guest_files(gate, runnable), env=env or None, extra_cmdline=GATE_CMDLINE, timeout=GATE_TIMEOUT_S,
-                        tools=GUEST_TOOLS, topology=topology)
+                        add=guest_files(gate, runnable), env=env or None,
+                        extra_cmdline=GATE_CMDLINE, timeout=GATE_TIMEOUT_S, tools=GUEST_TOOLS,
+                        topology=topology)
         rc = res.rc
         # The status layer's captures exist where it ran: not in a sized-only full_gate.
         if rc == 0 and ("status" in runnable or ("full_gate" in runnable and not sized_only)):
@@ -259,11 +260,11 @@ def run_service(cpus: int, kernel: str, accel: str, extra_args: str = "",
     """The service layer, once (at the first vCPU count): it checks the systemd integration, which
     does not change with the CPU count. It runs the unit as installed, so --sched-args do not
     apply to it."""
-    from .vm.service import run_service_layer
+    from .vm.service import boot_service_layer, prepare_service_layer
 
     _service_banner(cpus, kernel, extra_args, beside=False)
-    return _service_gate_run(cpus, run_service_layer(cpus=cpus, kernel=kernel, accel=accel,
-                                                     loader=loader))
+    prep = prepare_service_layer(kernel=kernel, accel=accel, loader=loader)
+    return _service_gate_run(cpus, boot_service_layer(prep, cpus))
 
 
 def start_service(cpus: int, kernel: str, accel: str, extra_args: str = "",

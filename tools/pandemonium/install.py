@@ -19,7 +19,7 @@ import os
 import platform
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import attached, coexist
@@ -153,12 +153,8 @@ def _systemctl(*args: str, check: bool = False) -> subprocess.CompletedProcess:
 def _write_file(path: Path, data: bytes, mode: int) -> str:
     """Writes atomically (temp file + rename, so a running binary is never modified in place);
     returns 'installed', 'updated' or 'unchanged'."""
-    try:
-        same = path.read_bytes() == data
-        existed = True
-    except FileNotFoundError:
-        same, existed = False, False
-    if same:
+    existed = path.exists()
+    if existed and path.read_bytes() == data:
         if (path.stat().st_mode & 0o7777) != mode:
             os.chmod(path, mode)
             return "updated"
@@ -240,7 +236,12 @@ def install_files(layout: Layout, binary: Path, *, tools: Path | None = None,
         log.info("%s", action)
 
     if layout.live or system_root is not None:
-        _report_coexistence(layout, system_root or "")
+        warnings, info = coexist.report(layout.staged(layout.binary), layout.staged(layout.unit),
+                                        root=system_root or "")
+        for line in info:
+            log.info("%s", line)
+        for line in warnings:
+            log.warning("%s", line)
     manage_systemd = layout.live if manage_systemd is None else manage_systemd
     if layout.live and layout.unitdir is None and \
             os.path.dirname(layout.unit) not in SYSTEMD_UNIT_DIRS:
@@ -254,15 +255,6 @@ def install_files(layout: Layout, binary: Path, *, tools: Path | None = None,
         else:
             log.info("start it now and at boot: systemctl enable --now %s", SERVICE)
     return actions
-
-
-def _report_coexistence(layout: Layout, root: str) -> None:
-    warnings, info = coexist.report(layout.staged(layout.binary), layout.staged(layout.unit),
-                                    root=root)
-    for line in info:
-        log.info("%s", line)
-    for line in warnings:
-        log.warning("%s", line)
 
 
 def uninstall_files(layout: Layout, *, purge: bool = False, euid: int | None = None,
@@ -347,7 +339,7 @@ def collect_status(layout: Layout | None = None, *, sysfs_root: str | os.PathLik
     if st.ours_attached:
         # The published scx_pandemonium attaches under the same ops name: only the process says
         # which binary it is.
-        st.attached = [a.as_dict() for a in attached.find(proc_root)]
+        st.attached = [asdict(a) for a in attached.find(proc_root)]
 
     systemctl = shutil.which("systemctl")
     if systemctl and os.path.isdir(systemd_run_dir):
@@ -498,8 +490,7 @@ def add_install_parser(sub: argparse._SubParsersAction) -> None:
                "  ./pandemonium.py install --destdir /tmp/stage --prefix /usr    # packagers\n"
                f"  ./pandemonium.py build && {sudo_command('install', '--no-build')}\n"
                "then: sudo systemctl enable --now pandemonium\n"
-               "(sudo keeps BPF_CLANG and CARGO_TARGET_DIR only when told to, as above)",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+               "(sudo keeps BPF_CLANG and CARGO_TARGET_DIR only when told to, as above)")
     _add_layout_args(p)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--no-build", action="store_true",
@@ -547,8 +538,7 @@ def add_uninstall_parser(sub: argparse._SubParsersAction) -> None:
         description="Stop and disable the service (running system only), then remove the\n"
                     "binaries, the unit and the environment file; an edited environment file is\n"
                     "kept unless --purge. Give it the --prefix/--destdir/--sysconfdir/--unitdir\n"
-                    "that install got. Running it again changes nothing.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "that install got. Running it again changes nothing.")
     _add_layout_args(p)
     p.add_argument("--purge", action="store_true",
                    help="remove SYSCONFDIR/default/pandemonium even if it was edited")
@@ -568,8 +558,7 @@ def add_status_parser(sub: argparse._SubParsersAction) -> None:
                     "this kernel has sched_ext and which scheduler is attached (from\n"
                     "/sys/kernel/sched_ext/state and root/ops; for pandemonium also the process,\n"
                     "its binary and that binary's --version), and the systemd service state.\n"
-                    "Needs no root; always exits 0.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "Needs no root; always exits 0.")
     _add_layout_args(p)
     p.add_argument("--sysfs", default="/sys", metavar="DIR",
                    help="read sched_ext state below this sysfs root (default: /sys)")
@@ -590,8 +579,7 @@ def add_clean_parser(sub: argparse._SubParsersAction) -> None:
         description="Run cargo clean (CARGO_TARGET_DIR honored) and remove the sched_ext\n"
                     "headers build.rs extracted into include/scx/. The user's cache\n"
                     "(~/.cache/pandemonium: VM kernels, initramfs images, the service layer's\n"
-                    "Debian image) is kept unless --cache.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "Debian image) is kept unless --cache.")
     p.add_argument("--cache", action="store_true",
                    help="also delete the cache ($PANDEMONIUM_CACHE or "
                         "$XDG_CACHE_HOME/pandemonium or ~/.cache/pandemonium)")
@@ -609,8 +597,7 @@ def add_rebuild_parser(sub: argparse._SubParsersAction) -> None:
         description="Remove the crate's release artifacts (cargo clean -p scx_pandemonium\n"
                     "--release: build.rs output, BPF object, skeleton, bindings) and the\n"
                     "extracted include/scx/, then build again (release). Dependencies come from\n"
-                    "the registry and cannot be stale, so they are kept unless --full.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+                    "the registry and cannot be stale, so they are kept unless --full.")
     p.add_argument("--full", action="store_true",
                    help="plain cargo clean: rebuild the dependencies too (slow)")
     p.set_defaults(func=cmd_rebuild)

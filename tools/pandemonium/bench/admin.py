@@ -40,28 +40,24 @@ def notes(text: str) -> dict[str, list[str]]:
     return out
 
 
-class _Missing(ValueError):
-    pass
-
-
 def _delta(c: dict[str, dict[str, int]], fig: str, label: str) -> int:
     try:
         return c[fig][label]
     except KeyError:
-        raise _Missing(f"no {label} counter") from None
+        raise ValueError(f"no {label} counter") from None
 
 
 def _ratio(c, fig: str, top: str, bottom: str) -> tuple[float, dict]:
     a, b = _delta(c, fig, top), _delta(c, fig, bottom)
     if b <= 0:
-        raise _Missing(f"the {bottom} side got no CPU time ({top} {a})")
+        raise ValueError(f"the {bottom} side got no CPU time ({top} {a})")
     return a / b, {f"{top}_cpu": a, f"{bottom}_cpu": b}
 
 
 def _cpumax(c, s):
     used_us, window_cs = _delta(c, "cpumax", "capped"), _delta(c, "cpumax", "window_cs")
     if window_cs <= 0:
-        raise _Missing("an empty window")
+        raise ValueError("an empty window")
     window_us = window_cs * 1e4
     return used_us / window_us, {"free_cpus": _delta(c, "cpumax", "free") / window_us,
                                  "window_s": window_cs / 100}
@@ -70,14 +66,14 @@ def _cpumax(c, s):
 def _idle_share(c, s):
     plain, idle = _delta(c, "idleshare", "plain"), _delta(c, "idleshare", "idle")
     if plain + idle <= 0:
-        raise _Missing("neither side got CPU time")
+        raise ValueError("neither side got CPU time")
     return plain / (plain + idle), {"plain_cpu_ns": plain, "idle_cpu_ns": idle}
 
 
 def _cyclictest(fig: str):
     def parse(c, s):
         if fig not in s:
-            raise _Missing("no cyclictest output")
+            raise ValueError("no cyclictest output")
         (p50, p99), mx = cyclictest_percentiles(s[fig], (0.5, 0.99))
         return p99, {"p50_us": p50, "max_us": mx}
     return parse
@@ -115,7 +111,7 @@ def figures(text: str) -> dict[str, dict]:
         try:
             value, extra = parse(c, s)
             error = None
-        except (_Missing, ValueError) as exc:
+        except ValueError as exc:
             value, extra = None, {}
             why = "; ".join(n.get(fig, []))
             error = f"{name}: {exc}" + (f" ({why})" if why else "")

@@ -226,11 +226,6 @@ def resolve(ext: External, run=subprocess.run) -> External:
     return ext
 
 
-def command_line(ext: External, binary: str) -> str:
-    """`label=binary args` as the guest driver's BENCH_EXTERNALS entry."""
-    return f"{ext.label}={' '.join([binary, *ext.args])}"
-
-
 def guest_path(ext: External) -> str:
     """Its own directory per label: upstream's binary shares our scheduler's name."""
     assert ext.path is not None

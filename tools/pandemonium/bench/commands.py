@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..common import PandemoniumError, cache_dir, log, scheduler_binary, \
@@ -82,7 +82,6 @@ def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
                     "slower than bare metal and only comparable within one boot. Writes JSON, "
                     "a Markdown report (the scoreboard first) and plots under "
                     "~/.cache/pandemonium/bench/ and prints the path.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"phases: {', '.join(spec.phases)}"
                + (f" (and, with --phases, {', '.join(spec.more_phases)})" if spec.more_phases
                   else "")
@@ -167,12 +166,11 @@ def plan_from_args(spec: Command, args: argparse.Namespace,
 
 def topology_from_args(spec: Command, args: argparse.Namespace, plan: P.Plan):
     """--topology as a vm.qemu.Topology (None when not given), checked against the VM's size."""
-    from ..vm.qemu import QemuError
     from ..vm.runner import checked_topology
 
     try:
         return checked_topology(args.topology, [max(plan.cores)])
-    except QemuError as exc:
+    except PandemoniumError as exc:
         raise PandemoniumError(f"{spec.name}: {exc}") from None
 
 
@@ -188,12 +186,6 @@ def pick(command: str, flag: str, spec: str | None, default: list[str],
     if unknown or not wanted:
         raise PandemoniumError(f"{command}: {flag} {spec!r}: choose from {', '.join(allowed)}")
     return [a for a in allowed if a in wanted]
-
-
-def out_dir_for(spec: Command, args: argparse.Namespace) -> Path:
-    if args.out:
-        return Path(args.out).expanduser()
-    return cache_dir("bench") / f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.name}"
 
 
 def run_command(spec: Command, args: argparse.Namespace) -> int:
@@ -218,7 +210,8 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
                                        "(./pandemonium.py build)")
     plan.external = [anchors.resolve(e) for e in plan.external]
     ensure_matplotlib()
-    out = out_dir_for(spec, args)
+    out = (Path(args.out).expanduser() if args.out
+           else cache_dir("bench") / f"{time.strftime('%Y%m%d-%H%M%S')}-{spec.name}")
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     if native:
@@ -238,7 +231,7 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
         "plan": {"phases": plan.phases, "schedulers": plan.schedulers, "cores": plan.cores,
                  "iterations": plan.iterations, "bracket": plan.bracket,
                  "sizes": vars(plan.sizes), "runs": [r.token() for r in plan.runs()]},
-        "records": [r.to_json() for r in result.records],
+        "records": [asdict(r) for r in result.records],
         "cells": [c.to_json() for c in cells], "notes": notes,
         "scoreboard": scoreboard.to_json(cells, shown)})
     plots = plot(out, cells, shown)

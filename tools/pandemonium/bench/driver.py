@@ -93,10 +93,6 @@ def coopbench_binary() -> Path:
                          "a C compiler with libgomp (gcc) builds the guest workload coopbench")
 
 
-def missing_tools() -> list[str]:
-    return [t for t in TOOLS if not shutil.which(t)]
-
-
 class Progress:
     """Called with each line of the driver's output (run_in_vm's on_line, or the native run's),
     it prints one line per finished phase with an ETA."""
@@ -130,9 +126,9 @@ class Progress:
 
 
 def check_tools() -> None:
-    if missing_tools():
-        raise PandemoniumError("bench: " + missing_message(missing_tools(),
-                                                           "host tools for the guest"))
+    missing = [t for t in TOOLS if not shutil.which(t)]
+    if missing:
+        raise PandemoniumError("bench: " + missing_message(missing, "host tools for the guest"))
 
 
 def externals_in(plan: Plan) -> list:
@@ -145,8 +141,9 @@ def externals_in(plan: Plan) -> list:
 
 
 def driver_env(plan: Plan, binary_for) -> dict[str, str]:
-    """The guest driver's environment; binary_for(External) is where its binary is there."""
-    ext = ";".join(anchors.command_line(e, binary_for(e)) for e in externals_in(plan))
+    """The guest driver's environment; binary_for(External) is where its binary is there.
+    BENCH_EXTERNALS: `label=binary args` per external scheduler, ';' between them."""
+    ext = ";".join(f"{e.label}={' '.join([binary_for(e), *e.args])}" for e in externals_in(plan))
     return {"BENCH_RUNS": " ".join(r.token() for r in plan.runs()),
             "BENCH_PHASES": " ".join(plan.phases), "BENCH_EXTERNALS": ext,
             "BENCH_SCHED_ARGS": " ".join(plan.sched_args), **plan.sizes.guest_env()}
@@ -179,8 +176,10 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
         planned, kept = len(R.plan_steps(plan)), R.kept_steps(plan, recorded)
         died_at = R.death_step(plan, boot.recorded, skipped)
         if died_at in deaths:
-            stopped = (f"step {died_at} ({_step_name(plan, died_at)}) killed the guest in boot "
-                       f"{deaths[died_at]} and again in boot {boot.number}: not resuming")
+            cores, it, sched, phase = R.plan_steps(plan)[died_at - 1]
+            stopped = (f"step {died_at} ({sched} {phase} at {cores} cores, iteration {it}) killed "
+                       f"the guest in boot {deaths[died_at]} and again in boot {boot.number}: "
+                       "not resuming")
         elif boot.number >= R.MAX_BOOTS:
             stopped = f"the guest died in {boot.number} boots: no further resume"
         if stopped:
@@ -202,9 +201,8 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
 @dataclass
 class _Boot:
     number: int
-    dir: Path  # out_dir/vm, out_dir/vm-boot2, ...
     res: object  # vm.runner.VmResult
-    source: Path  # its results: the tar's (dir) or the console stream's (dir/streamed)
+    source: Path  # its results: out_dir/vm (vm-boot2, ...) from the tar, or its streamed/
     from_stream: bool
     recorded: set  # step keys it recorded
     finished: bool  # its driver got to the end (BENCH-DONE or the exit marker)
@@ -222,11 +220,6 @@ def _timeout(plan: Plan, skipped: list[int]) -> float:
     # TCG pace varies with host load; every vCPU lengthens the boot and each attach.
     return (R.remaining_estimate_s(plan, skipped) * 2 + 900
             + BOOT_S_PER_VCPU * max(plan.cores))
-
-
-def _step_name(plan: Plan, k: int) -> str:
-    cores, it, sched, phase = R.plan_steps(plan)[k - 1]
-    return f"{sched} {phase} at {cores} cores, iteration {it}"
 
 
 def _both(*callbacks):
@@ -271,7 +264,7 @@ def _boot_once(plan: Plan, out_dir: Path, number: int, skipped: list[int], kerne
         why = f"guest died (exit {res.rc})"
     else:
         why = f"driver exited {res.rc}"
-    return _Boot(number, vm_dir, res, source, from_stream, recorded,
+    return _Boot(number, res, source, from_stream, recorded,
                  saver.done or res.exit_marker_seen, why)
 
 

@@ -21,13 +21,12 @@ took longer than 1/144 s plus 10 % (7.64 ms).
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 
-from .parse import Record, expand_figures, tagged_sections, tagged_states
-from .plan import AUDIO_FIGURES, EEVDF, FRAMES_FIGURES, PANDEMONIUM, PANDEMONIUM_GAMING, PHASES, \
-    is_external
+from .parse import Record, expand_figures, tagged_sections, tagged_states, tool_json
+from .plan import AUDIO_FIGURES, EEVDF, FRAMES_FIGURES, OURS, PANDEMONIUM, PANDEMONIUM_GAMING, \
+    PHASES, is_external
 
 _BUILD = re.compile(r"^build-load builds=(\d+) objects=(\d+) steps=(\d+) execs=(\d+)\s*$", re.M)
 
@@ -55,24 +54,7 @@ assert list(FIGURES["audio"]) == [p.name for p in AUDIO_FIGURES]
 def build_load(text: str) -> dict | None:
     """What the build got done beside the tool (build_load_stop's line), or None."""
     m = _BUILD.search(text)
-    if not m:
-        return None
-    builds, objects, steps, execs = (int(g) for g in m.groups())
-    return {"builds": builds, "objects": objects, "steps": steps, "execs": execs}
-
-
-def tool_json(text: str, tool: str) -> dict | None:
-    """The last JSON line of `tool` in `text`."""
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if d.get("tool") == tool:
-                return d
-    return None
+    return dict(zip(("builds", "objects", "steps", "execs"), map(int, m.groups()))) if m else None
 
 
 def _side(d: dict, tool: str) -> dict:
@@ -154,9 +136,8 @@ def _medians(records: list[Record]) -> dict[tuple[int, str, str], dict]:
 
 def _order(scheds: set[str]) -> list[str]:
     """EEVDF, ours, then the anchors."""
-    ours = [s for s in (PANDEMONIUM, "pandemonium-bpf", PANDEMONIUM_GAMING) if s in scheds]
-    return ([EEVDF] if EEVDF in scheds else []) + ours + sorted(s for s in scheds
-                                                                if s != EEVDF and s not in ours)
+    return ([EEVDF] if EEVDF in scheds else []) + [s for s in OURS if s in scheds] \
+        + sorted(filter(is_external, scheds))
 
 
 def _fmt(v: float | None, unit: str) -> str:
@@ -248,4 +229,14 @@ def notes(result, cells=None) -> list[str]:
         out += [line for line in (_game_line(cores, m, scheds), _audio_line(cores, m, scheds))
                 if line]
         out += _targets(cores, m, scheds)
-    return out
+    return out + [AUTOGROUP_NOTE] if out else out
+
+
+# build_load_start() runs the build in a session of its own, as a terminal does. With the
+# kernel's autogroup on, EEVDF weighs that whole session as one task against the game's or the
+# audio tool's; no sched_ext scheduler sees autogroups.
+AUTOGROUP_NOTE = (
+    "the build runs in a session of its own (setsid): where the kernel's autogroup is on "
+    "(CONFIG_SCHED_AUTOGROUP and kernel.sched_autogroup_enabled, as in the guest), EEVDF gives "
+    "that whole session one task's share, which no sched_ext scheduler does (README, Known "
+    "problems: what it is worth to EEVDF's figures)")

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..common import PandemoniumError, log, sched_ext_state, scheduler_binary, \
+from ..common import PandemoniumError, log, read_text, sched_ext_state, scheduler_binary, \
     tools_binary
 
 from ..vm.follow import follow
@@ -43,9 +43,8 @@ def decide_here(force_vm: bool) -> tuple[bool, str]:
 
 def online_cpus(sysfs: str = "/sys") -> int:
     """CPUs online now, from the sysfs cpulist ('0-3,6')."""
-    try:
-        spec = Path(sysfs, "devices/system/cpu/online").read_text().strip()
-    except OSError:
+    spec = read_text(Path(sysfs, "devices/system/cpu/online")).strip()
+    if not spec:
         return os.cpu_count() or 1
     n = 0
     for part in filter(None, spec.split(",")):

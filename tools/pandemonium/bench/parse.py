@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from ..common import read_text
 
 USER_HZ = 100  # /proc/PID/stat ticks; fixed at 100 on x86 Linux whatever CONFIG_HZ is
 MIN_COST_WINDOW_S = 2.0
@@ -34,20 +36,25 @@ class Record:
     sched_hwm_kb: int | None = None
     error: str | None = None
 
-    def to_json(self) -> dict:
-        return asdict(self)
+
+def tool_json(text: str, tool: str) -> dict | None:
+    """The last JSON line of `tool` in `text`; a line cut short (no JSON) is passed over."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if d.get("tool") == tool:
+                return d
+    return None
 
 
 def _last_json(text: str, tool: str) -> dict:
-    """`tool`'s last JSON line; ValueError when there is none or it does not parse."""
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if line.startswith("{") and f'"tool":"{tool}"' in line.replace(" ", ""):
-            try:
-                return json.loads(line)
-            except json.JSONDecodeError:
-                break
-    raise ValueError(f"no {tool} JSON in the output")
+    if (d := tool_json(text, tool)) is None:
+        raise ValueError(f"no {tool} JSON in the output")
+    return d
 
 
 def _probe(text: str, rec: Record) -> None:
@@ -211,8 +218,7 @@ def _bpfstats(text: str, rec: Record) -> None:
     progs = []
     for line in text.splitlines():
         if line.startswith("bpfprog "):
-            kv = dict(re.findall(r"(\w+):\s*(\d+)", line))
-            prog = {k: int(v) for k, v in kv.items()}
+            prog = {k: int(v) for k, v in re.findall(r"(\w+):\s*(\d+)", line)}
             m = re.search(r"\bname=(\S+)", line)
             prog["name"] = m.group(1) if m and m.group(1) != "-" else ""
             progs.append(prog)
@@ -248,34 +254,10 @@ def _telemetry(text: str, rec: Record) -> None:
     rec.value = None
 
 
-PARSERS = {
-    "throughput": _throughput, "floor": _probe, "latency": _probe, "burst": _probe,
-    "longrun": _probe, "mixed": _probe, "deadline": _deadline, "ipc": _benchlat, "launch": _benchlat,
-    "messaging": _messaging, "cyclictest": _cyclictest, "hackbench": _hackbench,
-    "hogs": _probe, "recovery": _probe,
-    "pinned": _stress_gap, "forkthread": _messaging, "bpfstats": _bpfstats, "rapl": _rapl,
-    "idle": _telemetry, "busy": _telemetry, "telemetry": _telemetry,
-}
-
-
-def _cost(t0: str, t1: str, ticks0: str, ticks1: str, rss: str, hwm: str, rec: Record) -> None:
-    if "-" in (ticks0, ticks1):
-        return
-    dt = (int(t1) - int(t0)) / 100.0
-    # One tick is 10 ms: below a 2 s window a single tick reads as >= 0.5 % of a CPU.
-    if dt >= MIN_COST_WINDOW_S:
-        rec.sched_cpu_pct = 100.0 * (int(ticks1) - int(ticks0)) / USER_HZ / dt
-    rec.sched_rss_kb = None if rss == "-" else int(rss)
-    rec.sched_hwm_kb = None if hwm == "-" else int(hwm)
-
-
 def _admin(text: str, rec: Record) -> None:
     from .admin import parse_admin  # admin.py imports this module's cyclictest parser
 
     parse_admin(text, rec)
-
-
-PARSERS["admin"] = _admin
 
 
 def _felt(text: str, rec: Record) -> None:
@@ -284,16 +266,31 @@ def _felt(text: str, rec: Record) -> None:
     parse_felt(text, rec)
 
 
-PARSERS["frames"] = PARSERS["audio"] = _felt
-
-
 def _oversub(text: str, rec: Record) -> None:
     from .oversub import parse_oversub  # oversub.py imports this module's Record
 
     parse_oversub(text, rec)
 
 
-PARSERS["oversub"] = _oversub
+PARSERS = {
+    "throughput": _throughput, "floor": _probe, "latency": _probe, "burst": _probe,
+    "longrun": _probe, "mixed": _probe, "deadline": _deadline, "ipc": _benchlat, "launch": _benchlat,
+    "messaging": _messaging, "cyclictest": _cyclictest, "hackbench": _hackbench,
+    "hogs": _probe, "recovery": _probe,
+    "pinned": _stress_gap, "forkthread": _messaging, "bpfstats": _bpfstats, "rapl": _rapl,
+    "idle": _telemetry, "busy": _telemetry, "telemetry": _telemetry,
+    "admin": _admin, "frames": _felt, "audio": _felt, "oversub": _oversub,
+}
+
+
+def _cost(ticks0: str, ticks1: str, rss: str, hwm: str, rec: Record) -> None:
+    if "-" in (ticks0, ticks1):
+        return
+    # One tick is 10 ms: below a 2 s window a single tick reads as >= 0.5 % of a CPU.
+    if rec.wall_s >= MIN_COST_WINDOW_S:
+        rec.sched_cpu_pct = 100.0 * (int(ticks1) - int(ticks0)) / USER_HZ / rec.wall_s
+    rec.sched_rss_kb = None if rss == "-" else int(rss)
+    rec.sched_hwm_kb = None if hwm == "-" else int(hwm)
 
 
 def parse_step(line: str, raw_dir: Path) -> Record:
@@ -304,7 +301,7 @@ def parse_step(line: str, raw_dir: Path) -> Record:
         raise ValueError(f"malformed steps.tsv line: {line!r}")
     cores, it, sched, phase, rc, t0, t1 = f[:7]
     rec = Record(int(cores), int(it), sched, phase, int(rc), (int(t1) - int(t0)) / 100.0)
-    _cost(t0, t1, f[7], f[10], f[11], f[12], rec)
+    _cost(f[7], f[10], f[11], f[12], rec)
     out = raw_dir / f"c{cores}-i{it}-{sched}.{phase}.out"
     text = out.read_text(errors="replace") if out.is_file() else ""
     if rec.rc == RC_NOT_ATTACHED:
@@ -335,14 +332,11 @@ def parse_results(results: Path) -> tuple[list[Record], list[str], dict[str, str
         raise FileNotFoundError(f"{steps} missing: the guest driver did not run")
     records = [parse_step(line, results / "raw") for line in steps.read_text().splitlines()
                if line.strip()]
-    events_file = results / "events.log"
-    events = events_file.read_text().splitlines() if events_file.is_file() else []
+    events = read_text(results / "events.log").splitlines()
     env = {}
-    env_file = results / "env.txt"
-    if env_file.is_file():
-        for line in env_file.read_text().splitlines():
-            key, _, value = line.partition(" ")
-            env[key] = value
+    for line in read_text(results / "env.txt").splitlines():
+        key, _, value = line.partition(" ")
+        env[key] = value
     return records, events, env
 
 

@@ -34,27 +34,23 @@ def ensure_matplotlib(run=subprocess.run) -> str | None:
         return None
     except ImportError:
         pass
-    in_venv = sys.prefix != sys.base_prefix
-    cmd = pip_command(os.geteuid() == 0, in_venv)
+    cmd = pip_command(os.geteuid() == 0, in_venv=sys.prefix != sys.base_prefix)
     log.info("plots: matplotlib is missing for %s; installing it: %s", sys.executable,
              " ".join(cmd[1:]))
     try:
         proc = run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    except OSError as exc:
-        proc = None
-        why = str(exc)
-    if proc is not None:
         lines = (proc.stdout or "").strip().splitlines()
         why = lines[-1] if lines else f"exit {proc.returncode}"
         if proc.returncode == 0:
             site.addsitedir(site.getusersitepackages())  # a --user install made this dir now
             importlib.invalidate_caches()
-            try:
-                import matplotlib  # noqa: F401,F811
-                log.info("plots: matplotlib installed")
-                return None
-            except ImportError as exc:
-                why = f"installed but not importable: {exc}"
+            import matplotlib  # noqa: F401,F811
+            log.info("plots: matplotlib installed")
+            return None
+    except OSError as exc:
+        why = str(exc)
+    except ImportError as exc:
+        why = f"installed but not importable: {exc}"
     msg = (f"matplotlib could not be installed for {sys.executable} ({why}); install it for "
            f"plots with pip install matplotlib, or the system package:\n{install_hint(['matplotlib'])}")
     log.warning("plots: %s", msg)
@@ -87,10 +83,8 @@ def _bars(ax, groups: list[str], series: dict[str, list[float | None]], color: d
                for i, (x, v) in enumerate(zip(xs, vals)) if v is not None]
         if not pts:
             continue
-        yerr = None
-        if errs:
-            yerr = [[v - (e[0] if e else v) for _, v, e in pts],
-                    [(e[1] if e else v) - v for _, v, e in pts]]
+        yerr = [[v - (e[0] if e else v) for _, v, e in pts],
+                [(e[1] if e else v) - v for _, v, e in pts]] if errs else None
         ax.bar([x for x, _, _ in pts], [v for _, v, _ in pts], width, label=name, yerr=yerr,
                capsize=2, color=color.get(name))
     ax.set_xticks(range(len(groups)))

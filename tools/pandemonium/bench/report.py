@@ -49,45 +49,46 @@ def verdict(cell: Cell) -> str:
             or (phase.target is None and phase.tol is None and phase.limit is None) \
             or not cell.scheduler.startswith("pandemonium"):
         return ""
+    higher = phase.better == "higher"
+    bound = ">=" if higher else "<="
     if phase.better == "configured":
         if cell.median is None or phase.tol is None:
             return ""
+        tol = f"+-{phase.tol * 100:.0f} %"
         if phase.tol_to_eevdf:
             if cell.ratio is None:
                 return "no EEVDF ratio"
-            if abs(cell.ratio - 1) <= phase.tol:
-                return "met"
-            return f"missed (target EEVDF's +-{phase.tol * 100:.0f} %)"
-        if abs(cell.median / phase.configured - 1) <= phase.tol:
-            return "met"
-        return (f"missed (target {fmt_value(phase.configured, phase.unit)} "
-                f"+-{phase.tol * 100:.0f} %)")
-    if phase.limit is not None:
+            # EEVDF itself lands off the configured value (nice 0/19 at 4 vCPUs read 0.48x of
+            # the weights' 68.3 under its load balancing): a figure nearer what the
+            # administrator set than EEVDF's honours the setting at least as well.
+            eevdf = cell.median / cell.ratio
+            near = phase.configured * (1 + phase.tol) if eevdf <= phase.configured \
+                else phase.configured * (1 - phase.tol)
+            ok = abs(cell.ratio - 1) <= phase.tol or \
+                min(eevdf, near) <= cell.median <= max(eevdf, near)
+            target = f"EEVDF's {tol}, or nearer the configured " \
+                     f"{fmt_value(phase.configured, phase.unit)}"
+        else:
+            ok = abs(cell.median / phase.configured - 1) <= phase.tol
+            target = f"{fmt_value(phase.configured, phase.unit)} {tol}"
+    elif phase.limit is not None:
         if cell.median is None:
             return ""
-        higher = phase.better == "higher"
-        if (cell.median >= phase.limit) if higher else (cell.median <= phase.limit):
-            return "met"
-        return f"missed (target {'>=' if higher else '<='} {fmt_value(phase.limit, phase.unit)})"
-    if phase.better == "higher":
-        if cell.ratio is None:
-            return "no EEVDF ratio"
-        if cell.ratio >= phase.target:
-            return "met"
-        return (f"missed (target >= {phase.target:g}x"
-                f"{' ' + phase.target_note if phase.target_note else ''})")
-    if cell.phase == "deadline" and cell.median is not None:
-        # No misses at all cannot be improved on, whatever EEVDF did; misses where EEVDF had
-        # none (no ratio) are a miss.
-        ok = cell.median == 0 or (cell.ratio is not None and cell.ratio <= phase.target
-                                  and cell.median <= 1.0)
-    elif cell.ratio is None:
-        return "no EEVDF ratio"
+        ok = cell.median >= phase.limit if higher else cell.median <= phase.limit
+        target = f"{bound} {fmt_value(phase.limit, phase.unit)}"
     else:
-        ok = cell.ratio <= phase.target
-    if ok:
-        return "met"
-    return f"missed (target <= {phase.target:g}x{' ' + phase.target_note if phase.target_note else ''})"
+        if cell.phase == "deadline" and cell.median is not None:
+            # No misses at all cannot be improved on, whatever EEVDF did; misses where EEVDF had
+            # none (no ratio) are a miss.
+            ok = cell.median == 0 or (cell.ratio is not None and cell.ratio <= phase.target
+                                      and cell.median <= 1.0)
+        elif cell.ratio is None:
+            return "no EEVDF ratio"
+        else:
+            ok = cell.ratio >= phase.target if higher else cell.ratio <= phase.target
+        note = f" {phase.target_note}" if phase.target_note else ""
+        target = f"{bound} {phase.target:g}x{note}"
+    return "met" if ok else f"missed (target {target})"
 
 
 def phase_table(phase: str, cells: list[Cell]) -> str:
@@ -129,8 +130,10 @@ ROUND_ROBIN_CAVEAT = (
     "One host thread runs the vCPUs in turn here, so a lock one vCPU holds while the other spins "
     "on it costs milliseconds, not microseconds: a scheduler that moves tasks between CPUs' "
     "runqueues more often pays for it far beyond what hardware charges (on 7.3.4 under "
-    "tcg-icount a runqueue-lock wait on cpu1 took 44 ms at the median). Compare such "
-    "schedulers under tcg-multi as well.")
+    "tcg-icount a runqueue-lock wait on cpu1 took 44 ms at the median). A wakeup or kick "
+    "aimed at a busy vCPU likewise waits for its turn: beside a build at 2 vCPUs under "
+    "tcg-icount an audio period missed 54 % of its deadlines under EEVDF, none at 1 vCPU with "
+    "the same load per CPU. Compare such schedulers under tcg-multi as well.")
 
 
 def header(env: dict) -> str:

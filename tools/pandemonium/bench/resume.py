@@ -15,6 +15,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..common import read_text
+
 from .plan import ATTACH_EST_S, EEVDF, Plan
 from .stream import step_key
 
@@ -64,10 +66,9 @@ def death_step(plan: Plan, recorded: set[Key], skipped: list[int]) -> int | None
 
 
 def first_step_to_run(plan: Plan, skipped: list[int]) -> int | None:
-    """The step a boot that skips `skipped` starts at (a partly finished run from its start)."""
-    n = len(plan.phases)
-    return next((k for k in range(1, len(plan_steps(plan)) + 1)
-                 if (k - 1) // n + 1 not in skipped), None)
+    """The step a boot that skips `skipped` starts at (a partly finished run from its start):
+    where a boot that recorded nothing died."""
+    return death_step(plan, set(), skipped)
 
 
 def remaining_estimate_s(plan: Plan, skipped: list[int], attach_s: float = ATTACH_EST_S) -> float:
@@ -133,14 +134,8 @@ def cross_boot_brackets(plan: Plan, run_boot: dict[int, int]) -> list[str]:
 
 def recorded_keys(results: Path) -> dict[Key, str]:
     """key -> steps.tsv line of a results directory (the tar's or the streamed one)."""
-    steps = results / "steps.tsv"
-    if not steps.is_file():
-        return {}
-    out = {}
-    for line in steps.read_text().splitlines():
-        if len(line.split()) == 13:
-            out[step_key(line)] = line
-    return out
+    return {step_key(line): line for line in read_text(results / "steps.tsv").splitlines()
+            if len(line.split()) == 13}
 
 
 @dataclass
@@ -174,11 +169,7 @@ def merge_boots(plan: Plan, sources: list[Path], dest: Path) -> Merged:
             if f.is_file():
                 shutil.copy2(f, dest / "raw" / f.name)
     (dest / "steps.tsv").write_text("".join(line + "\n" for line in kept))
-    events = []
-    for s in sources:
-        f = s / "events.log"
-        if f.is_file():
-            events += [e for e in f.read_text().splitlines() if e.strip()]
+    events = [e for s in sources for e in read_text(s / "events.log").splitlines() if e.strip()]
     (dest / "events.log").write_text("".join(e + "\n" for e in events))
     for s in reversed(sources):  # the same kernel and tools in every boot; the latest says so
         if (s / "env.txt").is_file():

@@ -22,10 +22,7 @@ Pure text processing plus file writes: pytest feeds it transcripts.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import gzip
-import hashlib
 import re
 import shutil
 import zlib
@@ -33,7 +30,7 @@ from pathlib import Path
 
 from ..common import log
 
-from ..vm.console import clean
+from ..vm.console import checked_b64, clean
 
 _BEGIN = re.compile(r"BENCH-SAVE-BEGIN (\d+) (\S+)")
 _END = re.compile(r"BENCH-SAVE-END (\d+) (\S+) ([0-9a-f]{64})")
@@ -72,9 +69,6 @@ class StreamSaver:
         self._block: tuple[int, str] | None = None
         self._b64: list[str] = []
 
-    def __call__(self, raw: str) -> None:
-        self.feed(raw)
-
     def feed(self, raw: str) -> None:
         line = clean(raw)
         if self._block is not None:
@@ -98,6 +92,8 @@ class StreamSaver:
             self.total = int(m.group(1))
         elif line.strip() == DONE or line.endswith(DONE):
             self.done = True
+
+    __call__ = feed  # run_in_vm's on_line
 
     def close(self) -> None:
         """A block still open was cut short (the console ended, or another block began)."""
@@ -142,12 +138,7 @@ class StreamSaver:
 def decode(b64_lines: list[str], sha256: str) -> bytes:
     """The file of one block: base64 -> gzip bytes (checked against sha256) -> contents.
     Raises ValueError when the block is damaged."""
-    try:
-        gz = base64.b64decode("".join(b64_lines), validate=True)
-    except binascii.Error as exc:
-        raise ValueError(f"not valid base64 ({exc})") from None
-    if hashlib.sha256(gz).hexdigest() != sha256:
-        raise ValueError("checksum mismatch (console lines interleaved or lost)")
+    gz = checked_b64(b64_lines, sha256)
     try:
         return gzip.decompress(gz)
     except (OSError, EOFError, zlib.error) as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from ..common import cache_dir, die, log, read_text
@@ -35,8 +36,7 @@ def add_bench_soak_parser(sub: argparse._SubParsersAction) -> None:
                "verdicts: 0 ejections; longest wait (progress monitor, daemon wake_lat_max) "
                "under the 5 s watchdog; daemon RSS growth under 1 MiB per instance after a "
                "30 s warm-up; the procdb loaded at every restart and intact at the end; every "
-               "window reported. Exit status 1 when a verdict fails.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+               "window reported. Exit status 1 when a verdict fails.")
     p.add_argument("--duration", type=int, default=plan.DEFAULT_DURATION_S, metavar="S",
                    help=f"seconds of load (default: {plan.DEFAULT_DURATION_S})")
     p.add_argument("--cpus", type=int, default=2, metavar="N", help="vCPUs (default: 2)")
@@ -119,7 +119,7 @@ def write_report(out: Path, res, duration: int, cpus: int) -> int:
     (out / "soak.json").write_text(json.dumps({
         "duration_s": duration, "cpus": cpus, "kernel": res.kernel_version,
         "phase_s": phase_s, "window_s": window_s, "guest_rc": res.rc,
-        "windows": [w.to_dict() for w in windows],
+        "windows": [asdict(w) for w in windows],
         "verdicts": [vars(v) for v in verdicts], "kernel_complaints": complaints}, indent=1) + "\n")
     status = plot(windows, out / "soak.png", title)
     print(text, flush=True)

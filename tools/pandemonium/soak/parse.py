@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import struct
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 WINDOW = "window "
 EVENT = "soak: "
@@ -35,9 +35,6 @@ class Window:
     cpu_ms: int | None
     procdb: int | None
     ejections: int | None             # so far, in the kernel log
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 _COUNTS = [f for f in Window.__dataclass_fields__ if f not in ("n", "t", "phase")]
@@ -84,7 +81,6 @@ class Events:
     failed_starts: int = 0
     deaths: list[str] = field(default_factory=list)    # the daemon found gone between phases
     phases: list[tuple[str, str]] = field(default_factory=list)   # (phase, its rc)
-    began: dict[str, str] = field(default_factory=dict)
     ended: bool = False
 
 
@@ -96,9 +92,7 @@ def parse_events(text: str) -> Events:
             continue
         body = line[idx + len(EVENT):].strip()
         word, _, rest = body.partition(" ")
-        if word == "begin":
-            ev.began = _kv(rest)
-        elif word == "start" and rest.startswith("failed"):
+        if word == "start" and rest.startswith("failed"):
             ev.failed_starts += 1
         elif word == "start":
             head, _, load = rest.partition("procdb_load=")

@@ -14,7 +14,6 @@ from . import workloads as wl
 from .report import (Run, incomplete, kernel_limit_count, markdown_table, pivot_table, summary,
                      unexpected_count, write_json)
 from .results import read_run
-from .watch import is_progress
 
 
 def add_bench_stress_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,8 +33,7 @@ def add_bench_stress_parser(sub: argparse._SubParsersAction) -> None:
                f"at least {wl.MIN_WORKLOAD_S} s each.\n"
                "RT workloads (" + ", ".join(sorted(wl.RT_WORKLOADS)) + ") on a kernel without the "
                "sched_ext deadline server report stalls as kernel limits, not unexpected exits.\n"
-               "Exit status: 0 when there are no unexpected exits and every workload completed.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+               "Exit status: 0 when there are no unexpected exits and every workload completed.")
     p.add_argument("--quick", action="store_true", help="the short form (CI): see below")
     p.add_argument("--cpus", metavar="N[,N]", help="vCPU counts (default: 2,4)")
     p.add_argument("--kernel", metavar="SPEC[,SPEC]",
@@ -85,7 +83,7 @@ def _run_one(kernel: str, cpus: int, mode: str, s: dict, accel: str, out_root) -
                     add=[(str(wl.DRIVER), wl.GUEST_DRIVER),
                          (str(wl.BUILD_LOAD), wl.GUEST_BUILD_LOAD)],
                     tools=wl.GUEST_TOOLS, echo=False,
-                    on_line=is_progress, progress_timeout=stall_s,
+                    on_line=wl.is_progress, progress_timeout=stall_s,
                     extra_cmdline="rcupdate.rcu_task_stall_timeout=20000 log_buf_len=8M")
     wedged = ([f"the guest wedged: no progress for {stall_s:.0f} s, stopped by the host"]
               if res.stalled else [])

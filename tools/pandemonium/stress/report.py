@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .results import Cell
@@ -111,7 +111,7 @@ def write_json(runs: list[Run], path: Path, settings: dict) -> None:
         "runs": [{"kernel": r.kernel, "cpus": r.cpus, "mode": r.mode, "guest_rc": r.guest_rc,
                   "duration_s": round(r.duration_s, 1), "problems": r.problems,
                   "kernel_limits": r.kernel_limits,
-                  "results_dir": r.results_dir, "cells": [c.to_dict() for c in r.cells]}
+                  "results_dir": r.results_dir, "cells": [asdict(c) for c in r.cells]}
                  for r in runs],
     }
     path.write_text(json.dumps(doc, indent=1) + "\n")

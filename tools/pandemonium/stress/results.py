@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common import read_text
@@ -34,9 +34,6 @@ class Cell:
     # Outcomes the kernel causes whatever the scheduler does (see workloads.RT_WORKLOADS).
     kernel_limit: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # Beyond the gate's rule: RCU stalls, starved kthreads, hung tasks and the OOM killer, which is

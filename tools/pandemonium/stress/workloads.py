@@ -87,6 +87,17 @@ def parse_cpus(spec: str) -> list[int]:
     return out
 
 
+# The guest driver bounds every workload itself, but a guest whose user space is starved (an RCU
+# stall, RT tasks on every CPU) runs nothing, not even its own timeouts. run_in_vm stops it once no
+# line is_progress() accepts has come for progress_timeout(): the cells already done are kept
+# (read back from the console) and the matrix moves on.
+PROGRESS = ("stress-driver: ", "cell workload=")
+
+
+def is_progress(line: str) -> bool:
+    return line.startswith(PROGRESS)
+
+
 def progress_timeout(duration: int) -> float:
     """Longest a healthy guest goes without a driver progress line: a BPF load of up to 400 s
     before the first workload, or a workload plus the driver's 180 s grace and a stop."""

@@ -7,15 +7,17 @@ the actual guest kernel once; the verdict is cached per host boot.
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import selectors
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
 from ..common import cache_dir, log, read_text
+
+from .follow import Stop, follow
 
 MODES = ("auto", "tcg-single", "tcg-multi", "tcg-icount", "kvm")
 # What tcg-icount means, for every --accel help that offers it (vm, bench-*).
@@ -40,6 +42,7 @@ QEMU_ACCEL_ARGS = {
 PROBE_TIMEOUT_S = 20.0
 _KVM_FAILURE = ("KVM internal error", "emulation failure", "Could not access KVM",
                 "failed to initialize kvm", "KVM: entry failed")
+_KVM_BOOTED = ("Kernel panic", "Run /init")  # no root fs: the kernel panics once it booted
 
 
 def probe_kvm(vmlinuz: Path, qemu: str = "qemu-system-x86_64") -> tuple[bool, str]:
@@ -52,29 +55,22 @@ def probe_kvm(vmlinuz: Path, qemu: str = "qemu-system-x86_64") -> tuple[bool, st
            "-no-reboot", "-kernel", str(vmlinuz), "-append", "console=ttyS0 panic=-1"]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    seen = b""
-    deadline = time.monotonic() + PROBE_TIMEOUT_S
+
+    def verdict(line: str) -> None:
+        seen = next((s for s in _KVM_FAILURE + _KVM_BOOTED if s in line), None)
+        if seen:
+            raise Stop(seen)
     try:
-        while time.monotonic() < deadline:
-            if not sel.select(timeout=0.5):
-                continue
-            chunk = os.read(proc.stdout.fileno(), 65536)
-            if not chunk:
-                break
-            seen = (seen + chunk)[-65536:]
-            text = seen.decode(errors="replace")
-            if any(f in text for f in _KVM_FAILURE):
-                return False, next(f for f in _KVM_FAILURE if f in text)
-            if "Kernel panic" in text or "Run /init" in text:
-                return True, "guest kernel booted under KVM"
-        return False, "no guest kernel output under KVM within the probe time"
+        ended = follow(proc, io.BytesIO(), verdict, deadline=time.monotonic() + PROBE_TIMEOUT_S)
     finally:
         proc.kill()
         proc.wait()
-        sel.close()
         proc.stdout.close()
+    if ended in _KVM_BOOTED:
+        return True, "guest kernel booted under KVM"
+    if ended in _KVM_FAILURE:
+        return False, ended
+    return False, "no guest kernel output under KVM within the probe time"
 
 
 def kvm_works(vmlinuz: Path) -> bool:

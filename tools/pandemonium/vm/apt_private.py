@@ -31,10 +31,6 @@ _SIG_ERROR = re.compile(r"NO_PUBKEY|EXPKEYSIG|is not signed|signatures couldn't 
                         r"|signature .*invalid|BADSIG", re.IGNORECASE)
 
 
-class AptError(PandemoniumError):
-    pass
-
-
 def signature_failed_suites(apt_output: str) -> set[str]:
     """Suites whose InRelease could not be verified, from `apt-get update` output."""
     failed = set()
@@ -93,7 +89,8 @@ class PrivateApt:
 
     def _run(self, args: list[str], cwd: Path | None = None, show: bool = True) -> subprocess.CompletedProcess:
         if not shutil.which(args[0]):
-            raise AptError(f"`{args[0]}` not found: fetching Debian kernels needs apt (a Debian-like host)")
+            raise PandemoniumError(f"`{args[0]}` not found: fetching Debian kernels needs apt "
+                                   "(a Debian-like host)")
         cmd = [args[0], *self.options(), *args[1:]]
         log.debug("running %s", " ".join(cmd))
         proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -134,7 +131,8 @@ class PrivateApt:
         proc = self._run(["apt-get", "-q", "download", *packages], cwd=dest)
         if proc.returncode != 0:
             errors = [l for l in proc.stdout.splitlines() if l.startswith("E:")] or [proc.stdout.strip()]
-            raise AptError(f"apt-get download {' '.join(packages)} failed:\n" + "\n".join(errors))
+            raise PandemoniumError(f"apt-get download {' '.join(packages)} failed:\n"
+                                   + "\n".join(errors))
         return sorted(set(dest.glob("*.deb")) - before)
 
     # -- setup with keyring fallback -----------------------------------------
@@ -148,11 +146,7 @@ class PrivateApt:
         """
         if not force and self.lists_fresh():
             return
-        try:
-            mirror, keyring = system_debian_mirror()
-        except LookupError as exc:
-            raise AptError(f"{exc}. Set PANDEMONIUM_DEBIAN_MIRROR to a Debian mirror URI "
-                           "(e.g. the 'URIs:' value of a Debian apt source).") from None
+        mirror, keyring = system_debian_mirror()
         keyring_path = Path(os.environ.get("PANDEMONIUM_APT_KEYRING") or keyring or DEFAULT_KEYRING)
         log.info("apt: using Debian mirror %s (keyring %s)", mirror, keyring_path)
 
@@ -164,10 +158,9 @@ class PrivateApt:
                 hint = ("\n(an expired Release file means a stale snapshot mirror: "
                         "Acquire::Check-Valid-Until=false in apt.conf.d allows it)"
                         if "expired" in out else "")
-                raise AptError(f"apt-get update failed:\n{out.strip()}{hint}")
+                raise PandemoniumError(f"apt-get update failed:\n{out.strip()}{hint}")
             log.warning("apt: %s cannot be verified with %s; fetching a newer "
                         "debian-archive-keyring", ", ".join(sorted(failed)), keyring_path)
-            ok = False
             # A keyring bootstrapped on an earlier run is tried before downloading again.
             stored = sorted(self.root.glob("keyring-*"), key=lambda p: p.stat().st_mtime)
             if stored:
@@ -191,7 +184,8 @@ class PrivateApt:
                 self.write_sources(mirror, KERNEL_SUITES, None, trusted=True)
                 ok, out = self.update()
                 if not ok:
-                    raise AptError(f"apt-get update failed even with trusted=yes:\n{out.strip()}")
+                    raise PandemoniumError("apt-get update failed even with trusted=yes:\n"
+                                           + out.strip())
         self.stamp.touch()
 
     def _bootstrap_keyring(self, mirror: str, keyring: Path) -> Path | None:
@@ -208,7 +202,7 @@ class PrivateApt:
                     shutil.copy2(found.resolve(), dest)
                     log.info("apt: using keyring from %s", debs[0].name)
                     return dest
-        except (AptError, subprocess.CalledProcessError, IndexError) as exc:
+        except (PandemoniumError, subprocess.CalledProcessError, IndexError) as exc:
             log.warning("apt: keyring bootstrap failed: %s", exc)
         finally:
             shutil.rmtree(work, ignore_errors=True)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+from ..common import PandemoniumError
 
 # Suites of the main archive. Third-party repos use their own suite names
 # ("nodistro", "cloud-sdk-bookworm"), which is what tells them apart.
@@ -25,12 +27,10 @@ class SourceEntry:
     types: list[str]
     uris: list[str]
     suites: list[str]
-    components: list[str]
-    options: dict[str, str] = field(default_factory=dict)
-    origin: str = ""  # file the entry came from, for error messages
+    options: dict[str, str]
 
 
-def parse_one_line(text: str, origin: str = "") -> list[SourceEntry]:
+def parse_one_line(text: str) -> list[SourceEntry]:
     """Parse classic sources.list lines: `deb [opt=val ...] URI SUITE COMP...`."""
     entries = []
     for raw in text.splitlines():
@@ -51,11 +51,11 @@ def parse_one_line(text: str, origin: str = "") -> list[SourceEntry]:
         words = rest.split()
         if len(words) < 2:
             continue
-        entries.append(SourceEntry([kind], [words[0]], [words[1]], words[2:], options, origin))
+        entries.append(SourceEntry([kind], [words[0]], [words[1]], options))
     return entries
 
 
-def parse_deb822(text: str, origin: str = "") -> list[SourceEntry]:
+def parse_deb822(text: str) -> list[SourceEntry]:
     """Parse .sources stanzas (deb822). Continuation lines (inline keys) are skipped."""
     entries = []
     for stanza in re.split(r"\n\s*\n", text):
@@ -73,10 +73,8 @@ def parse_deb822(text: str, origin: str = "") -> list[SourceEntry]:
             continue
         options = {k: v for k, v in fields.items()
                    if k not in ("types", "uris", "suites", "components")}
-        entries.append(SourceEntry(
-            fields.get("types", "deb").split(), fields["uris"].split(),
-            fields.get("suites", "").split(), fields.get("components", "").split(),
-            options, origin))
+        entries.append(SourceEntry(fields.get("types", "deb").split(), fields["uris"].split(),
+                                   fields.get("suites", "").split(), options))
     return entries
 
 
@@ -113,15 +111,15 @@ def read_system_sources(etc: Path = Path("/etc/apt")) -> list[SourceEntry]:
     entries: list[SourceEntry] = []
     main = etc / "sources.list"
     if main.is_file():
-        entries += parse_one_line(main.read_text(errors="replace"), str(main))
+        entries += parse_one_line(main.read_text(errors="replace"))
     parts = etc / "sources.list.d"
     if parts.is_dir():
         for path in sorted(parts.iterdir()):
             # Only these suffixes are read by apt itself; "*.disabled" etc. are ignored.
             if path.suffix == ".list":
-                entries += parse_one_line(path.read_text(errors="replace"), str(path))
+                entries += parse_one_line(path.read_text(errors="replace"))
             elif path.suffix == ".sources":
-                entries += parse_deb822(path.read_text(errors="replace"), str(path))
+                entries += parse_deb822(path.read_text(errors="replace"))
     return entries
 
 
@@ -130,4 +128,8 @@ def system_debian_mirror(etc: Path = Path("/etc/apt")) -> tuple[str, str | None]
     override = os.environ.get("PANDEMONIUM_DEBIAN_MIRROR")
     if override:
         return override.rstrip("/"), None
-    return pick_debian_mirror(read_system_sources(etc))
+    try:
+        return pick_debian_mirror(read_system_sources(etc))
+    except LookupError as exc:
+        raise PandemoniumError(f"{exc}. Set PANDEMONIUM_DEBIAN_MIRROR to a Debian mirror URI "
+                               "(e.g. the 'URIs:' value of a Debian apt source).") from None

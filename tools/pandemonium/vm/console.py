@@ -37,6 +37,18 @@ def clean(line: str) -> str:
     return line.rstrip("\r\n").replace("\r", "")
 
 
+def checked_b64(lines: list[str], sha256: str) -> bytes:
+    """The bytes base64 `lines` carry; ValueError unless they decode to data of that sha256
+    (console lines interleaved or lost on the way)."""
+    try:
+        data = base64.b64decode("".join(lines), validate=True)
+    except binascii.Error as exc:
+        raise ValueError(f"not valid base64 ({exc})") from None
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise ValueError("checksum mismatch (console lines interleaved or lost)")
+    return data
+
+
 def is_oops(line: str) -> bool:
     return bool(_OOPS.search(line)) and not _NOT_OOPS.search(line)
 
@@ -84,13 +96,7 @@ class ConsoleState:
             return None
         if self.results_sha256 is None:
             raise ValueError("results dump was cut short (no end marker)")
-        try:
-            data = base64.b64decode("".join(self.results_b64), validate=True)
-        except binascii.Error as exc:
-            raise ValueError(f"results dump is not valid base64: {exc}") from None
-        if hashlib.sha256(data).hexdigest() != self.results_sha256:
-            raise ValueError("results dump checksum mismatch (console output interleaved?)")
-        return data
+        return checked_b64(self.results_b64, self.results_sha256)
 
 
 def extract_results(tar_gz: bytes, out_dir: Path) -> list[str]:

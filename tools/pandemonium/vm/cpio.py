@@ -27,23 +27,21 @@ class Archive:
     def __init__(self) -> None:
         self.entries: dict[str, Entry] = {}
 
-    def _parents(self, path: str) -> None:
+    def _add(self, path: str, mode: int, data: bytes = b"") -> None:
         for parent in reversed(PurePosixPath(path).parents):
             p = str(parent)
             if p != "/" and p not in self.entries:
                 self.entries[p] = Entry(p, stat.S_IFDIR | 0o755)
+        self.entries[path] = Entry(path, mode, data)
 
     def add_dir(self, path: str, mode: int = 0o755) -> None:
-        self._parents(path)
-        self.entries[path] = Entry(path, stat.S_IFDIR | mode)
+        self._add(path, stat.S_IFDIR | mode)
 
     def add_file(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        self._parents(path)
-        self.entries[path] = Entry(path, stat.S_IFREG | (mode & 0o7777), data)
+        self._add(path, stat.S_IFREG | (mode & 0o7777), data)
 
     def add_symlink(self, path: str, target: str) -> None:
-        self._parents(path)
-        self.entries[path] = Entry(path, stat.S_IFLNK | 0o777, target.encode())
+        self._add(path, stat.S_IFLNK | 0o777, target.encode())
 
     def __contains__(self, path: str) -> bool:
         return path in self.entries

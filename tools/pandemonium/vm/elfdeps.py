@@ -16,10 +16,6 @@ _ARROW = re.compile(r"^\s*(\S+)\s+=>\s+(.*?)\s*(?:\(0x[0-9a-fA-F]+\))?\s*$")
 _BARE = re.compile(r"^\s*(/\S+)\s+\(0x[0-9a-fA-F]+\)\s*$")
 
 
-class DepsError(PandemoniumError):
-    pass
-
-
 def parse_ldd(output: str) -> tuple[list[str], list[str]]:
     """Return (library paths, names not found). vdso and static binaries yield nothing."""
     paths, missing = [], []
@@ -54,7 +50,8 @@ def shared_libs(binary: Path) -> list[str]:
         return []
     paths, missing = parse_ldd(proc.stdout)
     if missing:
-        raise DepsError(f"{binary}: shared libraries not found on host: {', '.join(missing)}")
+        raise PandemoniumError(f"{binary}: shared libraries not found on host: "
+                               f"{', '.join(missing)}")
     return paths
 
 
@@ -63,7 +60,7 @@ def resolve_tool(name_or_path: str) -> Path:
     perf_<kernel version>), which would be useless in a guest with no such file."""
     found = shutil.which(name_or_path) if "/" not in name_or_path else name_or_path
     if not found or not Path(found).exists():
-        raise DepsError(f"tool '{name_or_path}' not found on host PATH")
+        raise PandemoniumError(f"tool '{name_or_path}' not found on host PATH")
     path = Path(found)
     if is_elf(path):
         return path

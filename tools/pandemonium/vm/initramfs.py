@@ -37,10 +37,6 @@ _ETC = {
 _MOUNT_POINTS = ("/proc", "/sys", "/dev", "/tmp", "/run", "/root", "/results", "/mnt")
 
 
-class InitramfsError(PandemoniumError):
-    pass
-
-
 @dataclass(frozen=True)
 class GuestFile:
     host: Path
@@ -56,7 +52,7 @@ def parse_add(spec: str) -> GuestFile:
     elif guest.endswith("/"):
         guest = guest + path.name
     if not guest.startswith("/"):
-        raise InitramfsError(f"--add {spec}: guest path must be absolute")
+        raise PandemoniumError(f"--add {spec}: guest path must be absolute")
     return GuestFile(path, guest.rstrip("/") or "/")
 
 
@@ -78,7 +74,7 @@ class _Builder:
 
     def add(self, item: GuestFile) -> None:
         if not item.host.exists():
-            raise InitramfsError(f"{item.host} does not exist")
+            raise PandemoniumError(f"{item.host} does not exist")
         if item.host.is_dir():
             for dirpath, _, filenames in os.walk(item.host, followlinks=True):
                 rel = Path(dirpath).relative_to(item.host)
@@ -98,15 +94,12 @@ class _Builder:
 def _busybox(builder: _Builder) -> None:
     busybox = shutil.which("busybox")
     if not busybox:
-        raise InitramfsError(missing_message(["busybox"], "the guest's shell and tools"))
+        raise PandemoniumError(missing_message(["busybox"], "the guest's shell and tools"))
     builder.add_host_file(Path(busybox), "/bin/busybox")
     listing = subprocess.run([busybox, "--list-full"], capture_output=True, text=True, check=True)
-    for rel in listing.stdout.split():
-        path = "/" + rel
+    for path in ["/" + rel for rel in listing.stdout.split()] + ["/bin/sh"]:
         if path not in builder.archive:  # caller files win over applets of the same name
             builder.archive.add_symlink(path, "/bin/busybox")
-    if "/bin/sh" not in builder.archive:
-        builder.archive.add_symlink("/bin/sh", "/bin/busybox")
 
 
 def build_base(kernel_version: str, config_path: Path, files: list[GuestFile],

@@ -29,10 +29,6 @@ _KVER = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?\+deb(\d+)-([a-z0-9-]+)$")
 _META_MAX_KB = 1024
 
 
-class KernelError(PandemoniumError):
-    pass
-
-
 @dataclass(frozen=True)
 class KernelInfo:
     version: str
@@ -87,7 +83,7 @@ def choose_version(spec: str, versions: dict[str, set[str]], full_images: set[st
     msg = f"no usable {FLAVOUR} kernel matches '{spec}'. Usable: {', '.join(usable) or 'none'}"
     if incomplete:
         msg += f". Published without image or config: {', '.join(incomplete)}"
-    raise KernelError(msg)
+    raise PandemoniumError(msg)
 
 
 def _cached(version: str) -> KernelInfo | None:
@@ -112,10 +108,10 @@ def _from_local_dir(path: Path) -> KernelInfo:
     images = sorted(path.glob("vmlinuz*")) + sorted(path.glob("bzImage"))
     configs = sorted(path.glob("config*")) + sorted(path.glob(".config"))
     if not images or not configs:
-        raise KernelError(f"{path}: need a vmlinuz* (or bzImage) and a config* file in it")
+        raise PandemoniumError(f"{path}: need a vmlinuz* (or bzImage) and a config* file in it")
     version = bzimage_version(images[0])
     if not version:
-        raise KernelError(f"{images[0]} is not a bzImage (no Linux setup header)")
+        raise PandemoniumError(f"{images[0]} is not a bzImage (no Linux setup header)")
     return KernelInfo(version, images[0], configs[0])
 
 
@@ -142,8 +138,8 @@ def _fetch(apt: PrivateApt, version: str, kinds: set[str]) -> KernelInfo:
         image = _first_file(root, [f"boot/vmlinuz-{version}", f"usr/lib/modules/{version}/vmlinuz"])
         config = _first_file(root, [f"boot/config-{version}", f"usr/lib/modules/{version}/config"])
         if not image or not config:
-            raise KernelError(f"packages {', '.join(d.name for d in debs)} lack "
-                              f"{'vmlinuz' if not image else 'config'} for {version}")
+            raise PandemoniumError(f"packages {', '.join(d.name for d in debs)} lack "
+                                   f"{'vmlinuz' if not image else 'config'} for {version}")
         staged = work / "out"
         staged.mkdir()
         shutil.copy2(image, staged / "vmlinuz")
@@ -172,7 +168,7 @@ def ensure_kernel(spec: str | None = None, refresh: bool = False) -> KernelInfo:
     if "/" in spec or Path(spec).is_dir():
         path = Path(spec).expanduser()
         if not path.is_dir():
-            raise KernelError(f"kernel directory {path} does not exist")
+            raise PandemoniumError(f"kernel directory {path} does not exist")
         return _from_local_dir(path)
     if not refresh and (hit := _cached(spec)):
         return hit

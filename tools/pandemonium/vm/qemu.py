@@ -26,10 +26,6 @@ BASE_CMDLINE = "console=ttyS0 loglevel=5 panic=-1 oops=panic rdinit=/init"
 _QEMU_FATAL = ("KVM internal error", "emulation failure")
 
 
-class QemuError(PandemoniumError):
-    pass
-
-
 @dataclass
 class BootResult:
     console: ConsoleState
@@ -38,10 +34,6 @@ class BootResult:
     duration_s: float
     stop_reason: str | None = None  # why the harness stopped QEMU early, if it did
     stalled: bool = False  # stopped because no progress line came for stall_s
-
-    @property
-    def exit_code(self) -> int | None:
-        return self.console.exit_code
 
 
 @dataclass(frozen=True)
@@ -60,13 +52,13 @@ class Topology:
         return f"nodes={self.nodes},threads={self.threads}"
 
     def check(self, cpus: int, mem_mb: int | None = None) -> None:
-        """QemuError unless `cpus` vCPUs (and `mem_mb` MB) split into this layout."""
+        """PandemoniumError unless `cpus` vCPUs (and `mem_mb` MB) split into this layout."""
         per_core = self.nodes * self.threads
         if cpus % per_core:
-            raise QemuError(f"topology {self}: {cpus} vCPUs do not split into {self.nodes} "
-                            f"node(s) of {self.threads}-thread cores")
+            raise PandemoniumError(f"topology {self}: {cpus} vCPUs do not split into "
+                                   f"{self.nodes} node(s) of {self.threads}-thread cores")
         if mem_mb is not None and mem_mb < 128 * self.nodes:
-            raise QemuError(f"topology {self}: {mem_mb} MB is under 128 MB per node")
+            raise PandemoniumError(f"topology {self}: {mem_mb} MB is under 128 MB per node")
 
     def qemu_args(self, cpus: int, mem_mb: int) -> list[str]:
         """-smp and, with more than one node, a RAM backend and a -numa node per socket."""
@@ -95,7 +87,8 @@ def parse_topology(spec: str | None) -> Topology:
         key, _, value = part.strip().partition("=")
         if key not in ("nodes", "threads") or not value.isdigit() or int(value) < 1 \
                 or key in fields:
-            raise QemuError(f"--topology {spec!r}: expected nodes=N,threads=T (each at least 1)")
+            raise PandemoniumError(f"--topology {spec!r}: expected nodes=N,threads=T "
+                                   "(each at least 1)")
         fields[key] = int(value)
     return Topology(**fields)
 
@@ -121,7 +114,7 @@ def boot(cmd: list[str], console: ConsoleState, *, timeout_s: float, log_path: P
     outside the results dump, cleaned (console.clean), and returns true when it is progress;
     without on_line every line is."""
     if not shutil.which(cmd[0]):
-        raise QemuError(missing_message([cmd[0]]))
+        raise PandemoniumError(missing_message([cmd[0]]))
     start = time.monotonic()
     with open(log_path, "wb") as logf:
         logf.write(("# " + " ".join(cmd) + "\n").encode())
@@ -151,16 +144,12 @@ def _handle(line: str, console: ConsoleState, echo: bool,
     """Feeds one console line to `console` and the terminal; True when it is progress."""
     dumping = console.in_results
     console.feed(line)
-    if echo and not dumping and not console.in_results:
-        sys.stdout.write(line.rstrip("\r\n") + "\n")
+    if echo and not dumping:
+        sys.stdout.write("[results dump from guest: not echoed, see log]\n" if console.in_results
+                         else line.rstrip("\r\n") + "\n")
         sys.stdout.flush()
-    elif echo and console.in_results and not dumping:
-        sys.stdout.write("[results dump from guest: not echoed, see log]\n")
-        sys.stdout.flush()
-    if dumping or console.in_results or on_line is None:
-        progress = True  # a guest sending its results is not stuck
-    else:
-        progress = bool(on_line(clean(line)))
+    # A guest sending its results is not stuck.
+    progress = dumping or console.in_results or on_line is None or bool(on_line(clean(line)))
     fatal = next((f for f in _QEMU_FATAL if f in line), None)
     if fatal:
         raise Stop(f"QEMU reported '{fatal}'")

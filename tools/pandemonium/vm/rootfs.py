@@ -69,10 +69,6 @@ FILES = {
 }
 
 
-class RootfsError(PandemoniumError):
-    pass
-
-
 @dataclass(frozen=True)
 class RootfsSpec:
     suite: str = DEFAULT_SUITE
@@ -151,7 +147,7 @@ def _run(cmd: list[str]) -> None:
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0:
         tail = "\n".join(proc.stdout.splitlines()[-30:])
-        raise RootfsError(f"`{cmd[0]}` failed (exit {proc.returncode}):\n{tail}")
+        raise PandemoniumError(f"`{cmd[0]}` failed (exit {proc.returncode}):\n{tail}")
     log.info("rootfs: %s took %.0f s", cmd[0], time.monotonic() - started)
 
 
@@ -162,15 +158,11 @@ def build(spec: RootfsSpec, dest: Path) -> None:
     from .apt_sources import system_debian_mirror
 
     if os.geteuid() != 0:
-        raise RootfsError(f"building the service layer's Debian image ({dest.name}) needs root "
-                          "(mmdebstrap and mke2fs keep the tree's owners): run the test as root "
-                          "once, after which the cached image is used")
+        raise PandemoniumError(f"building the service layer's Debian image ({dest.name}) needs "
+                               "root (mmdebstrap and mke2fs keep the tree's owners): run the test "
+                               "as root once, after which the cached image is used")
     pbuild.ensure_packages(vm=True, extra=["mmdebstrap", "mke2fs"])
-    try:
-        mirror, keyring = system_debian_mirror()
-    except LookupError as exc:
-        raise RootfsError(f"no Debian mirror to build the image from: {exc}; set "
-                          "PANDEMONIUM_DEBIAN_MIRROR") from None
+    mirror, keyring = system_debian_mirror()
     log.info("rootfs: building %s (Debian %s from %s; a few minutes, once)", dest.name,
              spec.suite, mirror)
     started = time.monotonic()

@@ -31,7 +31,6 @@ class VmResult:
     kernel_version: str
     log_path: Path
     oops_seen: bool
-    retried: bool
     duration_s: float
     timed_out: bool = False
     stalled: bool = False  # stopped by the host: no progress line for progress_timeout seconds
@@ -51,9 +50,7 @@ def _guest_files(add: Iterable, tools: Iterable[str], include_scheduler: bool) -
             log.warning("%s not built yet; not adding it to the guest", built)
     files += [initramfs.tool_file(t) for t in tools]
     for item in add:
-        if isinstance(item, initramfs.GuestFile):
-            files.append(item)
-        elif isinstance(item, str):
+        if isinstance(item, str):
             files.append(initramfs.parse_add(item))
         else:
             host, guest = item
@@ -77,7 +74,7 @@ def _run_dir(out_dir: Path | None, nonce: str) -> tuple[Path, Path]:
 
 def checked_topology(spec: str | None, cpu_counts: list[int]) -> qemu.Topology | None:
     """--topology as a qemu.Topology that every VM size in `cpu_counts` splits into, at the
-    default memory (None when not given). Raises qemu.QemuError."""
+    default memory (None when not given). Raises PandemoniumError."""
     if not spec:
         return None
     topology = qemu.parse_topology(spec)
@@ -119,9 +116,8 @@ def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
     nonce = secrets.token_hex(6)
     results_dir, log_path = _run_dir(Path(out_dir) if out_dir else None, nonce)
 
-    attempts = 1 + (1 if retry_on_oops else 0)
+    attempts = 2 if retry_on_oops else 1
     oops_lines: list[str] = []
-    retried = False
     for attempt in range(1, attempts + 1):
         console = ConsoleState(nonce)
         attempt_log = log_path if attempt == 1 else log_path.with_name(f"vm-console-retry{attempt - 1}.log")
@@ -138,15 +134,13 @@ def run_in_vm(cmd: list[str] | str, cpus: int = 2, mem_mb: int = DEFAULT_MEM_MB,
             boot = qemu.boot(qcmd, console, timeout_s=timeout, log_path=attempt_log, echo=echo,
                              on_line=on_line, stall_s=progress_timeout)
         oops_lines += console.oops_lines
-        if console.oops_seen and console.exit_code is None and attempt < attempts:
-            banner(f"GUEST KERNEL OOPS under {mode} (not a test result): retrying once. "
-                   f"First oops line: {console.oops_lines[0]!r}. Log: {attempt_log}")
-            retried = True
-            continue
-        break
+        if not console.oops_seen or console.exit_code is not None or attempt == attempts:
+            break
+        banner(f"GUEST KERNEL OOPS under {mode} (not a test result): retrying once. "
+               f"First oops line: {console.oops_lines[0]!r}. Log: {attempt_log}")
 
     result = VmResult(rc=0, accel_used=mode, kernel_version=kinfo.version, log_path=attempt_log,
-                      oops_seen=bool(oops_lines), retried=retried,
+                      oops_seen=bool(oops_lines),
                       duration_s=time.monotonic() - started, timed_out=boot.timed_out,
                       stalled=boot.stalled, exit_marker_seen=console.exit_code is not None,
                       oops_lines=oops_lines)

@@ -62,11 +62,10 @@ STALL_S = 420
 SERVICE_CMDLINE = "systemd.show_status=1 rcupdate.rcu_task_stall_timeout=20000"
 
 _CHECK = re.compile(re.escape(CHECK_MARKER) + r" (\S+) (PASS|FAIL) (\S+) ?(.*)$")
-
-
-def _loader_copies() -> str:
-    return "\n".join(f"mkdir -p /newroot{d} && cp {PAYLOAD}/units/scx_loader/{name} /newroot{d}/ "
-                      f"|| fail \"cannot install {name}\"" for name, d in LOADER_FILES.items())
+# SERVICE_INIT's lines that put scx_loader's files where LOADER_FILES says.
+LOADER_COPIES = "\n".join(f"mkdir -p /newroot{d} && cp {PAYLOAD}/units/scx_loader/{name} "
+                          f"/newroot{d}/ || fail \"cannot install {name}\""
+                          for name, d in LOADER_FILES.items())
 
 
 SERVICE_INIT = f"""#!/bin/sh
@@ -96,7 +95,7 @@ cp /boot/config-* /newroot/boot/ || fail "no kernel config"
 cp {PAYLOAD}/units/scx.service /newroot/usr/lib/systemd/system/scx.service
 cp {PAYLOAD}/units/pandemonium-gate.service /newroot/etc/systemd/system/
 cp {PAYLOAD}/bin/scx_loader /newroot/usr/bin/scx_loader || fail "no scx_loader"
-{_loader_copies()}
+{LOADER_COPIES}
 ln -sf /etc/systemd/system/pandemonium-gate.service \\
     /newroot/etc/systemd/system/multi-user.target.wants/pandemonium-gate.service
 sync
@@ -302,11 +301,3 @@ def boot_service_layer(prep: Prepared, cpus: int = 2, mem_mb: int = 2048,
     log.info("service layer: %s in %.0f s (image %s); logs in %s",
              "PASS" if run.rc == 0 else "FAIL", run.duration_s, prep.image.name, run_dir)
     return run
-
-
-def run_service_layer(cpus: int = 2, kernel: str = "default", accel: str = "tcg-single",
-                      mem_mb: int = 2048, echo: bool = True,
-                      loader: anchors.BackgroundInstall | None = None) -> ServiceRun:
-    """The layer's two boots, after what they need (see prepare_service_layer())."""
-    prep = prepare_service_layer(kernel, accel, loader)
-    return boot_service_layer(prep, cpus, mem_mb, echo)
