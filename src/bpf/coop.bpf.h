@@ -90,22 +90,21 @@ static __always_inline void coop_running(struct task_struct *p, struct task_ctx 
 	if (g && c->run_group == g && c->cut_pid != p->pid)
 		STAT_INC(nr_coop_mate_preempts);
 	c->run_group = 0;
-	tctx->coop_slice = 0;
-	if (!g)
+	if (!g || now - at >= COOP_QUANTUM_NS)
 		return;
-	if (now - at < COOP_QUANTUM_NS) {
-		if (g == coop_owner[n])
-			p->scx.slice = at + COOP_QUANTUM_NS - now;
-		else if (p->scx.slice > knobs()->preempt_thresh_ns)
-			p->scx.slice = knobs()->preempt_thresh_ns;
-	}
-	tctx->coop_slice = p->scx.slice;
+	if (g == coop_owner[n])
+		p->scx.slice = at + COOP_QUANTUM_NS - now;
+	else if (p->scx.slice > knobs()->preempt_thresh_ns)
+		p->scx.slice = knobs()->preempt_thresh_ns;
 }
 
 /*
  * stopping(): a group's thread that stops still runnable, without a yield, before it ran the
- * slice it started with was preempted (a kick or a preempting insertion zeroes the slice, so
- * the slice left cannot tell): its CPU remembers its group until the next task starts there.
+ * slice it started with (coop_slice, set in running() once runner_started() has shortened it
+ * for interactive work, and zeroed when the tick cuts it for such work) was preempted: a kick or
+ * a preempting insertion zeroes the slice, so the slice left cannot tell. Its CPU remembers its
+ * group until the next task starts there. (A higher class taking the CPU, a mate next, would
+ * count too: clearing it in cpu_release() grew that 6-instruction program past the record.)
  */
 static __always_inline void coop_stopping(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 					  u64 used, bool runnable)

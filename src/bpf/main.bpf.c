@@ -399,6 +399,8 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	if (coop_on_ro)
 		coop_running(p, tctx, cpu, now);
 	runner_started(p, tctx, cpu);
+	if (coop_on_ro)
+		tctx->coop_slice = p->scx.slice;
 	if ((s = stats()) && tctx->last_cpu >= 0) {
 		if (same_l2(tctx->last_cpu, cpu))
 			s->l2_hit[tier_idx(tctx->tier)]++;
@@ -558,6 +560,9 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	}
 	if (tctx && k && tp)
 		tick_preempt(p, tctx, cpu, k, tp, now);
+	/* A cut for interactive work is not a mate's preemption (coop_stopping()). */
+	if (coop_on_ro && tctx && !p->scx.slice)
+		tctx->coop_slice = 0;
 }
 
 /*
