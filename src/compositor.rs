@@ -31,12 +31,17 @@ pub const DEFAULT_COMPOSITORS: &[&str] = &[
 
 /// Rejects what the kernel could never report as a `comm`, with the reason.
 pub fn validate(name: &str) -> Result<(), String> {
+    check_comm("compositor", name)
+}
+
+/// [`validate`] for any option that names processes; `what` starts the messages.
+pub fn check_comm(what: &str, name: &str) -> Result<(), String> {
     if name.is_empty() {
-        return Err("compositor name is empty".into());
+        return Err(format!("{what} name is empty"));
     }
     if name.len() > COMM_LEN - 1 {
         return Err(format!(
-            "compositor name {name:?} is {} bytes; the kernel truncates process names (comm) to {} \
+            "{what} name {name:?} is {} bytes; the kernel truncates process names (comm) to {} \
              bytes, so it could never match. Use the name `ps -o comm=` shows",
             name.len(),
             COMM_LEN - 1
@@ -44,7 +49,7 @@ pub fn validate(name: &str) -> Result<(), String> {
     }
     if name.bytes().any(|b| b == 0 || b == b'/') {
         return Err(format!(
-            "compositor name {name:?} contains '/' or NUL; give the process name, not a path"
+            "{what} name {name:?} contains '/' or NUL; give the process name, not a path"
         ));
     }
     Ok(())
@@ -144,7 +149,7 @@ mod tests {
     }
 
     #[test]
-    fn the_map_size_is_the_bpf_programs() {
+    fn the_map_sizes_are_the_bpf_programs() {
         use crate::bpf_skel::BpfSkelBuilder;
         use libbpf_rs::skel::SkelBuilder;
         let mut obj = std::mem::MaybeUninit::uninit();
@@ -152,6 +157,10 @@ mod tests {
             .open(&mut obj)
             .expect("opening the BPF object (no load)");
         assert_eq!(skel.maps.compositor_map.max_entries() as usize, MAP_ENTRIES);
+        assert_eq!(
+            skel.maps.coop_comms.max_entries() as usize,
+            crate::coop::MAP_ENTRIES
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod checkout;
 pub mod cli;
 pub mod codel;
 pub mod compositor;
+pub mod coop;
 pub mod cpustat;
 #[cfg(test)]
 mod fuzz;

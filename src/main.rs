@@ -12,7 +12,7 @@ use scx_pandemonium::scheduler::{MAX_EXIT_DUMP_LEN, Options, Scheduler};
 use scx_pandemonium::tuning::{Mode, mode_log};
 use scx_pandemonium::watchdog::{self, Watchdog};
 use scx_pandemonium::{
-    autopower, compositor, libbpf_opts, logger, preflight, stats, trace_pipe, version,
+    autopower, compositor, coop, libbpf_opts, logger, preflight, stats, trace_pipe, version,
 };
 use scx_utils::libbpf_clap_opts::LibbpfOpts;
 use std::mem::MaybeUninit;
@@ -61,6 +61,15 @@ struct Cli {
     #[arg(long = "compositor", value_name = "NAME", value_parser = compositor::parse_name)]
     compositors: Vec<String>,
 
+    /// Run the threads of processes with this name (comm of the process, at most 15 bytes) as a
+    /// cooperative group, for parallel runtimes that share the CPUs with others (OpenMP, BLAS
+    /// thread pools): a group's threads never preempt each other, a thread keeps its CPU until
+    /// it blocks or yields or its group's 20 ms turn ends, a yield goes to a waiting thread of
+    /// the same process first, and groups take the CPUs in turn, whole. Other programs' wakeups
+    /// still preempt them. Off unless given. Repeatable.
+    #[arg(long = "coop", value_name = "COMM", value_parser = coop::parse_name)]
+    coop: Vec<String>,
+
     /// Print one line of telemetry per second, and debug messages.
     #[arg(short, long)]
     verbose: bool,
@@ -73,7 +82,7 @@ struct Cli {
     /// Do not load a scheduler: print the statistics of the scx_pandemonium already running,
     /// every SECS seconds, until Ctrl-C.
     #[arg(long, value_name = "SECS", value_parser = stats::parse_interval,
-          conflicts_with_all = ["stats", "no_adaptive", "mode", "autopower", "compositors",
+          conflicts_with_all = ["stats", "no_adaptive", "mode", "autopower", "compositors", "coop",
                                 "verbose", "debug", "exit_dump_len", "relaxed_maps",
                                 "pin_root_path", "kconfig", "btf_custom_path", "bpf_token_path"])]
     monitor: Option<f64>,
@@ -138,6 +147,10 @@ fn main() -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     }
+    if let Err(msg) = coop::check_fits(&cli.coop) {
+        error!("{msg}");
+        return ExitCode::from(USAGE_ERROR);
+    }
     // Options the user gave that cannot be used are a usage error: a restart cannot fix them.
     let open_opts = match libbpf_opts::open_opts(&cli.libbpf) {
         Ok(o) => o,
@@ -195,6 +208,7 @@ fn run(cli: &Cli, open_opts: Option<bpf_object_open_opts>) -> Result<()> {
     let mut opts = Options {
         mode: cli.mode,
         compositors: cli.compositors.clone(),
+        coop: coop::unique(&cli.coop),
         exit_dump_len: cli.exit_dump_len,
         open_opts,
         trace_slow: cli.debug,
@@ -209,6 +223,9 @@ fn run(cli: &Cli, open_opts: Option<bpf_object_open_opts>) -> Result<()> {
         cli.mode
     );
     for line in mode_log::startup_lines(cli.mode, !cli.no_adaptive) {
+        info!("{line}");
+    }
+    if let Some(line) = coop::startup_line(&cli.coop) {
         info!("{line}");
     }
     let mut ctl = Controller::new(!cli.no_adaptive, cli.verbose, cli.mode);
@@ -355,6 +372,20 @@ mod tests {
         let msg = parse(&["-m", "performance"]).unwrap_err().to_string();
         assert!(msg.contains("scx_bpfland's -m/--primary-domain"), "{msg}");
         let err = parse(&["--monitor", "1", "-m", "gaming"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict);
+    }
+
+    #[test]
+    fn coop_is_off_unless_given_repeatable_and_checked() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("scx_pandemonium").chain(args.iter().copied()))
+        };
+        assert!(parse(&[]).unwrap().coop.is_empty());
+        let cli = parse(&["--coop", "coopbench", "--coop=python3"]).unwrap();
+        assert_eq!(cli.coop, ["coopbench", "python3"]);
+        let err = parse(&["--coop", "a-sixteen-bytes!"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+        let err = parse(&["--monitor", "1", "--coop", "x"]).unwrap_err();
         assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict);
     }
 

@@ -39,6 +39,8 @@ pub struct Options {
     /// compositor list.
     pub mode: Mode,
     pub compositors: Vec<String>,
+    /// `--coop` names, each once; empty: the feature is left out of the verified programs.
+    pub coop: Vec<String>,
     /// Bytes of the kernel's debug dump kept when the scheduler exits on an error; 0 is the
     /// kernel's default.
     pub exit_dump_len: u32,
@@ -93,9 +95,15 @@ impl<'obj> Scheduler<'obj> {
         }
         rodata.hybrid_ro = u8::from(layout.hybrid);
         rodata.trace_slow_ro = u8::from(opts.trace_slow);
+        rodata.coop_on_ro = u8::from(!opts.coop.is_empty());
         for (slot, size) in rodata.cpu_size_ro.iter_mut().zip(&layout.cpu_size) {
             *slot = *size;
         }
+
+        // Its only work is --coop's: without it, no tracepoint runs on every exec.
+        skel.progs
+            .pandemonium_exec
+            .set_autoload(!opts.coop.is_empty());
 
         let started = Instant::now();
         info!(
@@ -121,6 +129,7 @@ impl<'obj> Scheduler<'obj> {
             opts.mode.preset().compositors,
             &opts.compositors,
         ))?;
+        sched.write_coop(&opts.coop)?;
 
         let link = scx_ops_attach!(sched.skel, pandemonium_ops).map_err(|e| {
             // Preflight saw no scheduler, but another one can attach while ours loads (two
@@ -168,6 +177,18 @@ impl<'obj> Scheduler<'obj> {
             let key: CommKey = compositor::comm_key(name);
             update(&self.skel.maps.compositor_map, &key, &1u8)
                 .with_context(|| format!("adding compositor {name:?}"))?;
+        }
+        Ok(())
+    }
+
+    fn write_coop(&self, names: &[String]) -> Result<()> {
+        for name in names {
+            update(
+                &self.skel.maps.coop_comms,
+                &compositor::comm_key(name),
+                &1u8,
+            )
+            .with_context(|| format!("adding --coop {name:?}"))?;
         }
         Ok(())
     }

@@ -425,6 +425,12 @@ fn admin() {
 
 #[test]
 #[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
+fn coop() {
+    coop::layer_coop();
+}
+
+#[test]
+#[ignore = "needs root and a sched_ext kernel: run with ./pandemonium.py test"]
 fn powersave() {
     powersave::layer_powersave();
 }
@@ -639,6 +645,7 @@ fn full_gate() {
         ("trust", true, trust::layer_trust),
         ("admin", true, admin::layer_admin),
         ("powersave", true, powersave::layer_powersave),
+        ("coop", true, coop::layer_coop),
         ("verifier", false, layer_verifier),
         ("adaptive", false, layer_adaptive),
         ("watchdog", false, layer_watchdog),

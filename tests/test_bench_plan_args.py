@@ -130,12 +130,14 @@ def test_every_phase_has_a_guest_function_and_a_parser():
 
     from tools.pandemonium.bench.admin import FIGURES
     from tools.pandemonium.bench.felt import FIGURES as FELT_FIGURES
+    from tools.pandemonium.bench.oversub import FIGURES as OVERSUB_FIGURES
 
     script = (GUEST_DIR / "driver.sh").read_text()
     for name, phase in P.PHASES.items():
         if phase.part_of:  # a figure of another phase's step: that phase's parser makes it
             assert phase.part_of in PARSERS, name
-            assert name in FIGURES or name in FELT_FIGURES.get(phase.part_of, {}), name
+            assert (name in FIGURES or name in FELT_FIGURES.get(phase.part_of, {})
+                    or name in OVERSUB_FIGURES), name
             continue
         assert f"phase_{name}()" in script, name
         assert name in PARSERS, name

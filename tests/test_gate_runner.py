@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from tools.pandemonium.common import PROJECT_ROOT, PandemoniumError
-from tools.pandemonium.gate_runner import (GATE_SOURCE, HOST_LAYERS, failure_in_log,
+from tools.pandemonium.gate_runner import (GATE_SOURCE, GUEST_COOPBENCH, GUEST_GATE,
+                                           HOST_LAYERS, failure_in_log, guest_files,
                                            host_layers, known_layers, layer_times_in_log,
                                            parse_layers, skipped_in_log, slowest_line)
 
@@ -83,6 +84,16 @@ def test_the_service_layer_runs_when_named_or_in_full_gate():
     assert host_layers(["load", "classify"]) == []
     # Not a #[test] of the gate binary: the guest's libtest would not find it.
     assert "fn service(" not in GATE_SOURCE.read_text()
+
+
+def test_coopbench_goes_into_the_guest_only_for_the_layers_that_run_it(monkeypatch, tmp_path):
+    from tools.pandemonium.bench import driver
+    monkeypatch.setattr(driver, "coopbench_binary", lambda: tmp_path / "coopbench")
+    gate = tmp_path / "gate"
+    assert guest_files(gate, ["load"]) == [(str(gate), GUEST_GATE)]
+    for layers in (["coop"], ["full_gate"]):
+        assert guest_files(gate, layers)[1] == (str(tmp_path / "coopbench"), GUEST_COOPBENCH)
+    assert f'"{GUEST_COOPBENCH}"' in (PROJECT_ROOT / "tests/gate_support/coop.rs").read_text()
 
 
 def test_test_help_lists_every_layer():

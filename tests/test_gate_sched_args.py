@@ -12,6 +12,7 @@ import pytest
 import tools.pandemonium.vm
 from tools.pandemonium.common import PandemoniumError
 from tools.pandemonium import gate_runner
+from tools.pandemonium.bench import driver
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,6 +33,8 @@ def _fake_vm(monkeypatch, seen):
                                log_path="/nonexistent", out_dir=None)
     monkeypatch.setattr(tools.pandemonium.vm, "run_in_vm", run_in_vm)
     monkeypatch.setattr(gate_runner, "listed_tests", lambda gate: {"load", "classify"})
+    # full_gate's coop layer puts coopbench in the guest: no compiler needed here.
+    monkeypatch.setattr(driver, "coopbench_binary", lambda: Path("/coopbench"))
 
 
 def test_run_gate_hands_the_args_to_the_guest(monkeypatch):
@@ -99,7 +102,7 @@ def test_full_gate_marks_each_step_sized_or_not():
     body = body[:body.index("\n}\n")]
     import re
     sized = re.findall(r'\("(\w+)", true,', body)
-    assert sized == ["load", "topology", "hybrid", "trust", "admin", "powersave", "latency",
+    assert sized == ["load", "topology", "hybrid", "trust", "admin", "powersave", "coop", "latency",
                      "responsiveness", "interactive", "hotplug", "contention", "starvation",
                      "wait_bound"]
     readme = (ROOT / "README.md").read_text()

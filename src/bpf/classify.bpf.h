@@ -29,6 +29,7 @@ enum task_flags {
 	TF_KWORKER = 1 << 1,
 	TF_HIPRIO_KTHREAD = 1 << 2,
 	TF_GAME = 1 << 3,
+	TF_COOP = 1 << 4, /* a thread of a --coop process (coop.bpf.h) */
 };
 
 /* comm -> mature profile; the daemon reads it (procdb) and so does the gate's classify layer. */
@@ -114,6 +115,16 @@ static __always_inline void refresh_identity(const struct task_struct *p, struct
 	tgid = p->tgid;
 	if (bpf_map_lookup_elem(&game_tgids, &tgid))
 		flags |= TF_GAME;
+	/*
+	 * By the process's name: libgomp and BLAS pools name their threads after the program, but
+	 * a runtime may rename its workers (pthread_setname_np), and the group is the process.
+	 */
+	if (coop_on_ro) {
+		__builtin_memset(&key, 0, sizeof(key));
+		bpf_probe_read_kernel_str(key.comm, sizeof(key.comm), p->group_leader->comm);
+		if (bpf_map_lookup_elem(&coop_comms, &key))
+			flags |= TF_COOP;
+	}
 	tctx->flags = flags;
 }
 

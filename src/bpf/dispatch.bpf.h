@@ -202,7 +202,8 @@ static __always_inline bool drain_offline(void)
 
 u64 wait_scan_at[MAX_NODES];
 
-static __always_inline bool run_outwaited(u64 dsq, u64 *since, s32 cpu, u64 now)
+/* @rev: the DSQ is vtime-ordered, its light tasks at the tail; a FIFO's oldest are at its head. */
+static __always_inline bool run_outwaited(u64 dsq, u64 *since, s32 cpu, u64 now, bool rev)
 {
 	struct task_struct *p;
 	struct task_ctx *t;
@@ -210,7 +211,7 @@ static __always_inline bool run_outwaited(u64 dsq, u64 *since, s32 cpu, u64 now)
 
 	if (scx_bpf_dsq_nr_queued(dsq) <= 0)
 		return false;
-	bpf_for_each(scx_dsq, p, dsq, SCX_DSQ_ITER_REV) {
+	bpf_for_each(scx_dsq, p, dsq, rev ? SCX_DSQ_ITER_REV : 0) {
 		if (++seen > WAIT_SCAN_DEPTH)
 			break;
 		t = task_ctx(p);
@@ -236,6 +237,20 @@ static __always_inline bool run_outwaited(u64 dsq, u64 *since, s32 cpu, u64 now)
 	return false;
 }
 
+/*
+ * The wait bound's scan of @cpu's node's coop DSQ (--coop): a FIFO, its oldest at the head. A
+ * global function, verified on its own and only with --coop: inlined, the dispatch program's
+ * register allocation changed around it and it verified a third more instructions with the
+ * option off.
+ */
+__noinline int coop_wait_bound(s32 cpu)
+{
+	u32 node = cpu_node(cpu);
+
+	return run_outwaited(coop_dsq(node), &coop_dsq_since[node & (MAX_NODES - 1)], cpu,
+			     bpf_ktime_get_ns(), false);
+}
+
 static __always_inline bool wait_bound(s32 cpu, u32 node)
 {
 	u32 n = node & (MAX_NODES - 1);
@@ -244,13 +259,14 @@ static __always_inline bool wait_bound(s32 cpu, u32 node)
 
 	if (now - c->wait_scan_at >= WAIT_SCAN_NS) {
 		c->wait_scan_at = now;
-		if (run_outwaited(cpu, &c->pcpu_since, cpu, now))
+		if (run_outwaited(cpu, &c->pcpu_since, cpu, now, true))
 			return true;
 	}
 	if (now - at < WAIT_SCAN_NS || __sync_val_compare_and_swap(&wait_scan_at[n], at, now) != at)
 		return false;
-	return run_outwaited(batch_dsq(node), &batch_dsq_since[n], cpu, now) ||
-	       run_outwaited(node_dsq(node), &node_dsq_since[n], cpu, now);
+	return run_outwaited(batch_dsq(node), &batch_dsq_since[n], cpu, now, true) ||
+	       run_outwaited(node_dsq(node), &node_dsq_since[n], cpu, now, true) ||
+	       (coop_on_ro && coop_wait_bound(cpu));
 }
 
 /*
@@ -270,6 +286,7 @@ enum disp_step {
 	DISP_STEAL_AGED,	/* a nearby CPU's DSQ, work older than a preemption threshold */
 	DISP_NODE_DSQ,		/* the node's interactive overflow */
 	DISP_STEAL_INTERACTIVE,	/* a nearby CPU's DSQ whose head is not BATCH, any age */
+	DISP_COOP,		/* --coop: the node's cooperative groups (dispatch_coop()) */
 	DISP_BATCH_DSQ,		/* the node's batch overflow */
 	DISP_STEAL_ANY,		/* a nearby CPU's DSQ, anything */
 	DISP_OTHER_NODE,	/* other nodes' overflow DSQs */
@@ -361,6 +378,15 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 	if (victim >= 0 && pcpu_head_interactive(victim) && move_pcpu(victim)) {
 		STAT_INC(nr_steals);
 		return DISP_STEAL_INTERACTIVE;
+	}
+	/* The call only with --coop: the verifier then leaves it out of this program. */
+	if (coop_on_ro) {
+		int r = dispatch_coop(cpu, coop_prev_group(prev));
+
+		if (r == COOP_KEEP_PREV && prev)
+			coop_keep_prev(prev, cpu);
+		if (r)
+			return DISP_COOP;
 	}
 	if (move_shared_near(batch_dsq(node), &batch_dsq_since[node & (MAX_NODES - 1)], cpu))
 		return DISP_BATCH_DSQ;

@@ -46,6 +46,16 @@ enum pandemonium_dsq {
 	NODE_DSQ_BASE = 1u << 16,  /* + node: INTERACTIVE / LAT_CRITICAL overflow, vtime-ordered */
 	BATCH_DSQ_BASE = 1u << 17, /* + node: BATCH and immature overflow, vtime-ordered */
 	BW_THROTTLED_DSQ = 1u << 18, /* tasks of cgroups over their cpu.max quota, FIFO */
+	COOP_DSQ_BASE = 1u << 19,  /* + node: --coop groups' tasks, FIFO (coop.bpf.h) */
+};
+
+/*
+ * --coop (coop.bpf.h): the time a cooperative group holds its node's CPUs before the next group
+ * queued there gets them. USF / SCHED_COOP's per-process quantum; below every starvation rescue
+ * age (20 ms at least, src/topology/params.rs), so a rotation never looks like a stall.
+ */
+enum coop_consts {
+	COOP_QUANTUM_NS = 20000000,
 };
 
 enum pandemonium_tier {
@@ -204,6 +214,11 @@ struct pandemonium_stats {
 	u64 nr_stranded_rescues;
 	u64 nr_yield_kept;
 	u64 nr_yield_handoffs;
+	u64 nr_coop_dispatches;
+	u64 nr_coop_rotations;
+	u64 nr_coop_fillers;
+	u64 nr_coop_yield_handoffs;
+	u64 nr_coop_mate_preempts;
 	u64 l2_hit[NR_TIERS];
 	u64 l2_miss[NR_TIERS];
 	u64 wake_lat_sum_ns;

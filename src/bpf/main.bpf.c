@@ -13,6 +13,7 @@
 #include "bandwidth.bpf.h"
 #include "codel.bpf.h"
 #include "preempt.bpf.h"
+#include "coop.bpf.h"
 #include "yield.bpf.h"
 #include "dispatch.bpf.h"
 #include "dump.bpf.h"
@@ -121,6 +122,8 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 	/* A group over its cpu.max quota waits in enqueue(), not on a CPU found here. */
 	if (nr_bw_groups && bw_throttled_until(tctx->cgid, bpf_ktime_get_ns()))
 		return prev_cpu;
+	if (coop_on_ro && (tctx->flags & TF_COOP))
+		return coop_select(p, tctx, prev_cpu, wake_flags);
 
 	if (wctx)
 		record_wakee(p, wctx, bpf_ktime_get_ns());
@@ -250,6 +253,10 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 		insert_local(p, tctx, idle, slice, enq_flags);
 		kick_cpu(idle, SCX_KICK_IDLE);
 		STAT_INC(nr_soft_kicks);
+		return;
+	}
+	if (coop_on_ro && (tctx->flags & TF_COOP)) {
+		coop_enqueue(p, tctx, cpu, slice, enq_flags);
 		return;
 	}
 
@@ -388,7 +395,12 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	tctx->last_run_at = now;
 	tctx->bw_at = now;
 	tctx->yielded = 0;
+	/* Before runner_started(): interactive work waiting nearby may still cut the quantum short. */
+	if (coop_on_ro)
+		coop_running(p, tctx, cpu, now);
 	runner_started(p, tctx, cpu);
+	if (coop_on_ro)
+		tctx->coop_slice = p->scx.slice;
 	if ((s = stats()) && tctx->last_cpu >= 0) {
 		if (same_l2(tctx->last_cpu, cpu))
 			s->l2_hit[tier_idx(tctx->tier)]++;
@@ -436,6 +448,8 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 	p->scx.dsq_vtime += charge_task(p, tctx, used, now, tp);
 	bw_charge_task(tctx, now);
 	cpu_ctx(scx_bpf_task_cpu(p))->run_kind = RUN_NONE;
+	if (coop_on_ro)
+		coop_stopping(p, tctx, scx_bpf_task_cpu(p), used, runnable);
 	tctx->wait_rescued = 0;
 	if (!runnable)
 		tctx->sleep_at = now;
@@ -546,6 +560,9 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
 	}
 	if (tctx && k && tp)
 		tick_preempt(p, tctx, cpu, k, tp, now);
+	/* A cut for interactive work is not a mate's preemption (coop_stopping()). */
+	if (coop_on_ro && tctx && !p->scx.slice)
+		tctx->coop_slice = 0;
 }
 
 /*
@@ -556,8 +573,25 @@ bool BPF_STRUCT_OPS(pandemonium_yield, struct task_struct *from, struct task_str
 {
 	if (to)
 		return false;
+	if (coop_on_ro && coop_yield(from))
+		return false;
 	yield_cpu(from);
 	return false;
+}
+
+/*
+ * --coop names a program, and a program's name is its comm from exec on: a shell's child that
+ * execs the named program is in the group from its first run, not from the next periodic
+ * refresh_identity() in note_stop(). Loaded only with --coop (src/scheduler.rs).
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(pandemonium_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct task_ctx *tctx = task_ctx(p);
+
+	if (tctx)
+		refresh_identity(p, tctx);
+	return 0;
 }
 
 void BPF_STRUCT_OPS(pandemonium_enable, struct task_struct *p)
@@ -745,6 +779,8 @@ void BPF_STRUCT_OPS(pandemonium_cpu_offline, s32 cpu)
 			break;
 		evict_to_local(node_dsq(i), &node_dsq_since[i & (MAX_NODES - 1)], cpu);
 		evict_to_local(batch_dsq(i), &batch_dsq_since[i & (MAX_NODES - 1)], cpu);
+		if (coop_on_ro)
+			evict_to_local(coop_dsq(i), &coop_dsq_since[i & (MAX_NODES - 1)], cpu);
 	}
 	/* A throttled task is on this runqueue too: it runs a moment over its quota, once. */
 	evict_to_local(BW_THROTTLED_DSQ, &bw_throttled_since, cpu);
@@ -778,6 +814,8 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(pandemonium_init)
 		ret = scx_bpf_create_dsq(node_dsq(i), -1);
 		if (!ret)
 			ret = scx_bpf_create_dsq(batch_dsq(i), -1);
+		if (!ret && coop_on_ro)
+			ret = scx_bpf_create_dsq(coop_dsq(i), -1);
 		if (ret) {
 			scx_bpf_error("failed to create node %u DSQs: %d", i, ret);
 			return ret;

@@ -28,6 +28,11 @@ const volatile u8 cpu_size_ro[MAX_CPUS];
  * a rare long wait names its own path. Off (0), the verifier drops every branch that reads it.
  */
 const volatile u8 trace_slow_ro;
+/*
+ * --coop given (coop.bpf.h). Off (0), the verifier drops every branch that reads it, so the
+ * programs verify and run as without the feature.
+ */
+const volatile u8 coop_on_ro;
 
 /*
  * A u32-indexed array map, the kind the daemon reads and writes through the skeleton: one slot
@@ -66,6 +71,14 @@ struct {
 	__type(value, u8);
 } game_tgids SEC(".maps");
 
+/* comm -> 1: --coop names; a process whose leader has one is a cooperative group (coop.bpf.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct comm_key);
+	__type(value, u8);
+} coop_comms SEC(".maps");
+
 struct task_ctx {
 	u64 enqueue_at;    /* first DSQ insertion since it last ran, 0 once it runs (wait bound, latency) */
 	u64 last_run_at;   /* start of the current run, for runtime accounting */
@@ -98,6 +111,7 @@ struct task_ctx {
 	u64 bw_vtime;      /* throttled: the vtime it goes back to its overflow DSQ with */
 	u64 enq_dsq;       /* trace_slow_ro only: the DSQ of the last insertion */
 	u64 enq_flags;     /* trace_slow_ro only: that insertion's enqueue flags */
+	u64 coop_slice;    /* --coop: the slice its current run started with (coop.bpf.h) */
 };
 
 struct {
@@ -122,6 +136,9 @@ struct cpu_ctx {
 	u64 run_deadline; /* dsq_vtime + slice of the task that started running here */
 	u64 pcpu_since;   /* since when this CPU's own DSQ has held work (0: empty) */
 	u64 wait_scan_at; /* last scan of its own DSQ for a task past the wait bound */
+	u64 run_group;	  /* --coop: tgid + 1 of a group whose thread was cut short here, 0: none */
+	s32 cut_pid;	  /* --coop: that thread */
+	u64 coop_yield_to; /* --coop: a group whose runner here yielded to a queued mate */
 } __attribute__((aligned(64)));
 
 enum run_kind {
@@ -282,6 +299,11 @@ static __always_inline u64 node_dsq(u32 node)
 static __always_inline u64 batch_dsq(u32 node)
 {
 	return BATCH_DSQ_BASE + node;
+}
+
+static __always_inline u64 coop_dsq(u32 node)
+{
+	return COOP_DSQ_BASE + node;
 }
 
 /* Bucket counts are powers of two, so the final mask is both the clamp and the verifier's bound. */

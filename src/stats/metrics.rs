@@ -103,6 +103,23 @@ stats_struct! {
             "sched_yield() calls that gave the CPU up and queued the caller behind the work \
              waiting here",
             _counter;
+        nr_coop_dispatches: u64 =
+            "--coop: dispatches that ran a cooperative group's thread from its node's queue",
+            _counter;
+        nr_coop_rotations: u64 =
+            "--coop: times another group took a node's CPUs (the quantum ended or the holder \
+             had nothing queued)",
+            _counter;
+        nr_coop_fillers: u64 =
+            "--coop: another group's threads run a preemption threshold on a CPU the quantum's \
+             holder left (its threads all ran elsewhere or waited)",
+            _counter;
+        nr_coop_yield_handoffs: u64 =
+            "--coop: sched_yield() calls that gave the CPU to a queued thread of the same group",
+            _counter;
+        nr_coop_mate_preempts: u64 =
+            "--coop: preemptions of a group's thread by a thread of its own group (must stay 0)",
+            _counter;
         l2_hit: BTreeMap<String, u64> =
             "dispatches that stayed on the task's L2 cache domain, by tier", _counter;
         l2_miss: BTreeMap<String, u64> =
@@ -222,6 +239,11 @@ impl PandemoniumMetrics {
             nr_stranded_rescues: st.nr_stranded_rescues,
             nr_yield_kept: st.nr_yield_kept,
             nr_yield_handoffs: st.nr_yield_handoffs,
+            nr_coop_dispatches: st.nr_coop_dispatches,
+            nr_coop_rotations: st.nr_coop_rotations,
+            nr_coop_fillers: st.nr_coop_fillers,
+            nr_coop_yield_handoffs: st.nr_coop_yield_handoffs,
+            nr_coop_mate_preempts: st.nr_coop_mate_preempts,
             l2_hit: by_tier(|t| Some(st.l2_hit[t])),
             l2_miss: by_tier(|t| Some(st.l2_miss[t])),
             wake_lat_sum_ns: st.wake_lat_sum_ns,

@@ -18,6 +18,8 @@ from .common import PROJECT_ROOT, PandemoniumError, log, read_text
 GATE_SOURCE = PROJECT_ROOT / "tests" / "gate.rs"
 _TEST_FN = re.compile(r"^#\[test\]\n(?:#\[[^\n]*\]\n)*fn (\w+)\(", re.M)
 GUEST_GATE = "/usr/local/bin/gate"
+# The coop layer's workload (COOPBENCH in tests/gate_support/coop.rs), built as the bench builds it.
+GUEST_COOPBENCH = "/usr/local/bin/coopbench"
 # Layers the host runs in a VM boot of their own instead of as a #[test] of the gate binary:
 # `service` boots a Debian image with systemd as PID 1 (tools/pandemonium/vm/service.py). full_gate
 # includes them.
@@ -168,6 +170,16 @@ def check_status_captures(results: Path | None) -> list[str]:
     return problems
 
 
+def guest_files(gate: Path, layers: list[str]) -> list[tuple[str, str]]:
+    """What the gate's guest gets beside the gate binary: coopbench only for the layers that run
+    it (compiling it needs gcc with libgomp)."""
+    add = [(str(gate), GUEST_GATE)]
+    if "coop" in layers or "full_gate" in layers:
+        from .bench.driver import coopbench_binary
+        add.append((str(coopbench_binary()), GUEST_COOPBENCH))
+    return add
+
+
 def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, accel: str,
              extra_args: str = "", topology=None) -> list[GateRun]:
     """topology: the guests' NUMA nodes and SMT siblings (vm.qemu.Topology) at every count."""
@@ -201,9 +213,10 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
         log.info("gate: %s at %d vCPUs on kernel %s%s", ",".join(runnable), cpus, kernel,
                  " (the layers that depend on the CPU count)" if sized_only else "")
         cmd = [GUEST_GATE, "--ignored", "--test-threads=1", "--exact", "--nocapture", *runnable]
-        res = run_in_vm(cmd, cpus=cpus, kernel=kernel, accel=accel, add=[(str(gate), GUEST_GATE)],
-                        env=env or None, extra_cmdline=GATE_CMDLINE, timeout=GATE_TIMEOUT_S,
-                        tools=GUEST_TOOLS, topology=topology)
+        res = run_in_vm(cmd, cpus=cpus, kernel=kernel, accel=accel,
+                        add=guest_files(gate, runnable), env=env or None,
+                        extra_cmdline=GATE_CMDLINE, timeout=GATE_TIMEOUT_S, tools=GUEST_TOOLS,
+                        topology=topology)
         rc = res.rc
         # The status layer's captures exist where it ran: not in a sized-only full_gate.
         if rc == 0 and ("status" in runnable or ("full_gate" in runnable and not sized_only)):

@@ -17,7 +17,7 @@ from ..common import PandemoniumError, cache_dir, log, scheduler_binary, \
 
 from ..vm.accel import ICOUNT_HELP, MODES
 from . import anchors
-from . import felt
+from . import felt, oversub
 from . import plan as P
 from . import scoreboard
 from .admin import expand
@@ -46,9 +46,9 @@ class Command:
 COMMANDS = [
     Command("bench-scale", "latency/throughput suite vs EEVDF across core counts (issue #7)",
             P.SCALE_PHASES, [P.PANDEMONIUM, P.PANDEMONIUM_BPF], cores="2,4",
-            more_phases=tuple(P.SCALE_EXTRA_PHASES), more_schedulers=(P.PANDEMONIUM_GAMING,)),
+            more_phases=tuple(P.SCALE_EXTRA_PHASES), more_schedulers=(P.PANDEMONIUM_GAMING, P.PANDEMONIUM_COOP)),
     Command("bench-contention", "probe P99 under 6 contention shapes, incl. storm and recovery",
-            ["latency", "oversub", "burst", "recovery", "longrun", "mixed"],
+            ["latency", "hogs", "burst", "recovery", "longrun", "mixed"],
             [P.PANDEMONIUM, P.PANDEMONIUM_BPF]),
     Command("bench-pcpu", "per-CPU queues: pinned long-runners on every CPU all make progress",
             ["pinned"], [P.PANDEMONIUM, P.PANDEMONIUM_BPF]),
@@ -220,7 +220,7 @@ def run_command(spec: Command, args: argparse.Namespace) -> int:
         result = run_bench(plan, out, kernel=args.kernel, accel=args.accel, echo=args.echo,
                            topology=topology)
     result.env["externals"] = {e.label: e.describe() for e in plan.external}
-    cells = aggregate(felt.expand(expand(result.records)))
+    cells = aggregate(oversub.expand(felt.expand(expand(result.records))))
     shown = P.report_phases(plan.phases)
     notes = notes_for(spec, result, cells)
     title = f"{spec.name}{' (quick)' if args.quick else ''}"

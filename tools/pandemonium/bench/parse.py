@@ -266,14 +266,20 @@ def _felt(text: str, rec: Record) -> None:
     parse_felt(text, rec)
 
 
+def _oversub(text: str, rec: Record) -> None:
+    from .oversub import parse_oversub  # oversub.py imports this module's Record
+
+    parse_oversub(text, rec)
+
+
 PARSERS = {
     "throughput": _throughput, "floor": _probe, "latency": _probe, "burst": _probe,
     "longrun": _probe, "mixed": _probe, "deadline": _deadline, "ipc": _benchlat, "launch": _benchlat,
     "messaging": _messaging, "cyclictest": _cyclictest, "hackbench": _hackbench,
-    "oversub": _probe, "recovery": _probe,
+    "hogs": _probe, "recovery": _probe,
     "pinned": _stress_gap, "forkthread": _messaging, "bpfstats": _bpfstats, "rapl": _rapl,
     "idle": _telemetry, "busy": _telemetry, "telemetry": _telemetry,
-    "admin": _admin, "frames": _felt, "audio": _felt,
+    "admin": _admin, "frames": _felt, "audio": _felt, "oversub": _oversub,
 }
 
 

@@ -11,7 +11,9 @@ EEVDF = "eevdf"
 PANDEMONIUM = "pandemonium"
 PANDEMONIUM_BPF = "pandemonium-bpf"
 PANDEMONIUM_GAMING = "pandemonium-gaming"  # -m gaming: boosts a game Steam launched (src/games/)
-OURS = (PANDEMONIUM, PANDEMONIUM_BPF, PANDEMONIUM_GAMING)
+# --coop coopbench: the oversub phase's workload runs as cooperative groups (issue #34).
+PANDEMONIUM_COOP = "pandemonium-coop"
+OURS = (PANDEMONIUM, PANDEMONIUM_BPF, PANDEMONIUM_GAMING, PANDEMONIUM_COOP)
 # Every other scheduler in a plan is an external one (anchors.py): a known anchor
 # (bpfland, lavd, upstream) or "ext:<basename>" for a binary given by path.
 
@@ -93,6 +95,16 @@ AUDIO_FIGURES = [
     _figure("audio-floor-wake", "audio wakeup latency P99, no load", "us", "audio",
             reference=True),
 ]
+# Oversubscribed parallel runtimes (issue #34; oversub.py): 2 processes of coopbench, each with a
+# thread per CPU, looping parallel regions; each figure is the later process's completion time.
+OVERSUB_FIGURES = [
+    _figure("oversub-active", "2 libgomp processes, OMP_WAIT_POLICY=active: makespan", "s",
+            "oversub", target=1 / 3, target_note="3x EEVDF's throughput (#34)"),
+    _figure("oversub-passive", "2 libgomp processes, OMP_WAIT_POLICY=passive: makespan", "s",
+            "oversub", target=1.0),
+    _figure("oversub-yield", "2 sched_yield() barrier processes (OpenBLAS style): makespan",
+            "s", "oversub"),
+]
 BESIDE_WINDOWS = 3  # the frames and audio phases measure 3 BENCH_D beside the build, 1 alone
 
 # Issue #7's phases. "est_s" is a rough guest cost besides the timed window: load start-up,
@@ -129,11 +141,14 @@ PHASES: dict[str, Phase] = {p.name: p for p in [
     Phase("audio", "audio periods alone and beside a build", "-", 8.0,
           windows=1 + BESIDE_WINDOWS),
     *AUDIO_FIGURES,
+    # One guest step with the figures above: each workload's 2 processes at once, in turn.
+    Phase("oversub", "oversubscribed parallel runtimes", "-", 20.0, timed=False),
+    *OVERSUB_FIGURES,
     # Building blocks of the other bench commands.
     Phase("idle", "scheduler CPU", "%", 0.0),
     Phase("busy", "scheduler CPU", "%", 1.0),
     Phase("rapl", "package energy", "J", 1.0),
-    Phase("oversub", "probe P99", "us", 2.0),
+    Phase("hogs", "probe P99", "us", 2.0),  # beside 4 busy loops per CPU
     Phase("recovery", "probe P99", "us", 3.0),
     Phase("pinned", "worst worker gap", "us", 1.0),
     Phase("forkthread", "perf messaging -t wall time", "s", 5.0, timed=False),
@@ -144,7 +159,7 @@ ATTACH_EST_S = 10.0  # BPF load + attach in the guest: 1 s under tcg-multi, more
 SCALE_PHASES = ["throughput", "floor", "latency", "burst", "longrun", "mixed", "deadline", "ipc",
                 "launch", "messaging", "cyclictest", "hackbench", "admin"]
 # bench-scale runs these only when --phases names them: the CI smoke (--quick) stays as it was.
-SCALE_EXTRA_PHASES = ["frames", "audio"]
+SCALE_EXTRA_PHASES = ["frames", "audio", "oversub"]
 
 
 def report_phases(phases: list[str]) -> list[str]:
@@ -174,13 +189,16 @@ class Sizes:
     # hackbench -P -g G -l L beside 2 busy loops per CPU: ~1-3 s under EEVDF at 2 TCG vCPUs
     hackbench_groups: int = 2
     hackbench_loops: int = 100
+    # coopbench's parallel regions per process (a 48 x 48 multiply each): ~0.6 s alone at 2
+    # vCPUs under TCG, so a makespan is not one scheduling accident.
+    coop_regions: int = 600
     attach_timeout_s: int = 240
     stop_timeout_s: int = 60
 
     @classmethod
     def quick(cls) -> Sizes:
         return cls(phase_s=2, ops=80, pipe_count=1000, launch_count=20, msg_loops=20,
-                   hackbench_loops=50)
+                   hackbench_loops=50, coop_regions=100)
 
     def guest_env(self) -> dict[str, str]:
         return {"BENCH_D": str(self.phase_s),
@@ -191,6 +209,7 @@ class Sizes:
                 "BENCH_MSG_LOOPS": str(self.msg_loops),
                 "BENCH_HB_GROUPS": str(self.hackbench_groups),
                 "BENCH_HB_LOOPS": str(self.hackbench_loops),
+                "BENCH_COOP_REGIONS": str(self.coop_regions),
                 "BENCH_ATTACH_S": str(self.attach_timeout_s),
                 "BENCH_STOP_S": str(self.stop_timeout_s)}
 

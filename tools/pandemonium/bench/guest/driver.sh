@@ -14,8 +14,9 @@
 #   BENCH_MSG_LOOPS loops of perf bench sched messaging (-g 4)
 #   BENCH_HB_GROUPS, BENCH_HB_LOOPS   hackbench -g / -l
 #   BENCH_BESIDE_D  seconds the frames and audio phases measure beside the build load
+#   BENCH_COOP_REGIONS  parallel regions per coopbench process (the oversub phase)
 #   BENCH_EXTERNALS "LABEL=/path/to/binary ARGS;LABEL=..." the external schedulers (any SCHED
-#                   other than eevdf, pandemonium, pandemonium-bpf, pandemonium-gaming);
+#                   other than eevdf and pandemonium, pandemonium-bpf, -gaming, -coop);
 #                   arguments have no blanks
 #   BENCH_SCHED_ARGS  extra scx_pandemonium arguments (bench-sys: -v)
 #   BENCH_ATTACH_S, BENCH_STOP_S   attach / detach timeouts
@@ -122,6 +123,7 @@ sched_cmd() {
         pandemonium) echo "scx_pandemonium $BENCH_SCHED_ARGS" ;;
         pandemonium-bpf) echo "scx_pandemonium --no-adaptive $BENCH_SCHED_ARGS" ;;
         pandemonium-gaming) echo "scx_pandemonium -m gaming $BENCH_SCHED_ARGS" ;;
+        pandemonium-coop) echo "scx_pandemonium --coop coopbench $BENCH_SCHED_ARGS" ;;
         *) ext_cmd "$1" ;;
     esac
 }
@@ -455,6 +457,26 @@ felt() {
 }
 phase_frames() { felt frames; }
 phase_audio() { felt audio; }
+# -- oversub: oversubscribed parallel runtimes (issue #34) --------------------------------------
+# 2 coopbench processes at once, each with a thread per CPU, for each way of waiting; output,
+# parsed by ../oversub.py: oversub-begin PART / one JSON line per process / oversub-end PART, and
+# oversub-state PART STATE. PART: omp-active, omp-passive, yield.
+oversub_part() { # PART COMMAND...
+    local part=$1 p1 p2
+    shift
+    echo "oversub-begin $part"
+    "$@" & p1=$!
+    "$@" & p2=$!
+    wait $p1; wait $p2
+    echo "oversub-end $part"
+    echo "oversub-state $part $(sx_state)"
+}
+phase_oversub() {
+    local r=$BENCH_COOP_REGIONS
+    oversub_part omp-active env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=active coopbench omp $r 48
+    oversub_part omp-passive env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=passive coopbench omp $r 48
+    oversub_part yield coopbench yield $r 48 $N
+}
 # Idle and load windows for the scheduler's own cost (bench-power).
 phase_idle() { sleep "$BENCH_D"; echo idle; }
 phase_busy() { load --workers $((2 * N)); sleep "$BENCH_D"; echo busy; }
@@ -466,7 +488,7 @@ phase_rapl() {
     case $out in *"Cannot find PMU"*|*"event syntax error"*) return 0 ;; esac
     return $rc
 }
-phase_oversub() { load --workers $((4 * N)); settle; probe; }
+phase_hogs() { load --workers $((4 * N)); settle; probe; }
 phase_recovery() { load --workers $((2 * N)); storm "$N"; sleep "$BENCH_D"; unload; load --workers $((2 * N)); settle; probe; }
 phase_pinned() { pandemonium-tools stress --workers $((2 * N)) --pin --long-runner --duration-s "$BENCH_D"; }
 phase_forkthread() {

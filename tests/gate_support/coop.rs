@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The `coop` layer (issue #34): two processes of a libgomp program (coopbench, which the gate's
+//! runner puts in the guest), each with as many threads as CPUs, looping parallel regions with
+//! barriers. First under EEVDF (nothing attached), then under scx_pandemonium with
+//! `--coop coopbench` in the same boot, with OMP_WAIT_POLICY=active (the case time-slicing
+//! breaks: a spinner holds a CPU while the thread it waits for is queued) and passive, and with
+//! coopbench's sched_yield() barrier. Asserted: the group is recognised (its threads are
+//! dispatched from the coop queues), no thread of a group preempts a mate, and the active wait
+//! finishes sooner than under EEVDF. The other figures are printed.
+
+use super::*;
+
+pub const COOPBENCH: &str = "/usr/local/bin/coopbench";
+/// Regions of a 48 x 48 multiply per process: ~0.6 s alone at 2 vCPUs under TCG, long enough
+/// that a makespan is not one scheduling accident.
+const REGIONS: &str = "600";
+const N: &str = "48";
+const PROCS: usize = 2;
+
+/// One workload: what coopbench runs and how.
+#[derive(Clone, Copy, Debug)]
+pub enum Work {
+    OmpActive,
+    OmpPassive,
+    Yield,
+}
+
+impl Work {
+    pub const ALL: [Work; 3] = [Work::OmpActive, Work::OmpPassive, Work::Yield];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Work::OmpActive => "omp-active",
+            Work::OmpPassive => "omp-passive",
+            Work::Yield => "yield",
+        }
+    }
+
+    fn command(self, threads: usize) -> Command {
+        let mut cmd = Command::new(COOPBENCH);
+        let t = threads.to_string();
+        match self {
+            Work::OmpActive | Work::OmpPassive => {
+                cmd.args(["omp", REGIONS, N])
+                    .env("OMP_NUM_THREADS", &t)
+                    .env(
+                        "OMP_WAIT_POLICY",
+                        if matches!(self, Work::OmpActive) {
+                            "active"
+                        } else {
+                            "passive"
+                        },
+                    );
+            }
+            Work::Yield => {
+                cmd.args(["yield", REGIONS, N, &t]);
+            }
+        }
+        cmd
+    }
+}
+
+/// Each process's makespan (its own wall_s) and the involuntary switches of all of them.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub walls: Vec<f64>,
+    pub nivcsw: u64,
+}
+
+impl Run {
+    pub fn makespan(&self) -> f64 {
+        self.walls.iter().copied().fold(0.0, f64::max)
+    }
+}
+
+/// The value of `"key": number` in coopbench's one JSON line.
+pub fn field(line: &str, key: &str) -> Option<f64> {
+    let at = line.find(&format!("\"{key}\": "))? + key.len() + 4;
+    let rest = &line[at..];
+    let end = rest.find([',', '}']).unwrap_or(rest.len());
+    rest[..end].trim().parse().ok()
+}
+
+/// `PROCS` processes of `work` at once, each with a thread per online CPU.
+pub fn run(work: Work) -> Run {
+    let threads = online_cpus().len();
+    let children: Vec<_> = (0..PROCS)
+        .map(|_| {
+            work.command(threads)
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("starting {COOPBENCH}: {e} (the gate runner adds it)"))
+        })
+        .collect();
+    let mut out = Run {
+        walls: vec![],
+        nivcsw: 0,
+    };
+    for c in children {
+        let o = c.wait_with_output().expect("waiting for coopbench");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "coopbench {work:?}: {}\n{text}",
+            o.status
+        );
+        let wall = field(&text, "wall_s").unwrap_or_else(|| panic!("no wall_s in {text}"));
+        out.walls.push(wall);
+        out.nivcsw += field(&text, "nivcsw").unwrap_or(0.0) as u64;
+    }
+    out
+}
+
+fn show(who: &str, work: Work, r: &Run) {
+    eprintln!(
+        "gate coop: {who:<6} {:<12} makespan {:.2} s (processes {}), involuntary switches {}",
+        work.name(),
+        r.makespan(),
+        r.walls
+            .iter()
+            .map(|w| format!("{w:.2}"))
+            .collect::<Vec<_>>()
+            .join(" / "),
+        r.nivcsw
+    );
+}
+
+pub fn layer_coop() {
+    require_gate_environment();
+    assert!(
+        Path::new(COOPBENCH).exists(),
+        "{COOPBENCH} is missing: the gate runner copies it into the guest"
+    );
+    let eevdf: Vec<Run> = Work::ALL.iter().map(|&w| run(w)).collect();
+    for (w, r) in Work::ALL.iter().zip(&eevdf) {
+        show("EEVDF", *w, r);
+    }
+
+    let mut sched = SchedulerProc::start(&["--coop", "coopbench"]);
+    sched.wait_attached();
+    let mut ours = vec![];
+    let mut deltas = vec![];
+    for &w in &Work::ALL {
+        let before = maps::read_stats();
+        let r = run(w);
+        let after = maps::read_stats();
+        show("coop", w, &r);
+        let d = (
+            after.nr_coop_dispatches - before.nr_coop_dispatches,
+            after.nr_coop_rotations - before.nr_coop_rotations,
+            after.nr_coop_yield_handoffs - before.nr_coop_yield_handoffs,
+            after.nr_coop_mate_preempts - before.nr_coop_mate_preempts,
+            after.nr_coop_fillers - before.nr_coop_fillers,
+        );
+        eprintln!(
+            "gate coop: {:<12} coop dispatches {}, rotations {}, fillers {}, yield handoffs {}, \
+             mate preemptions {}",
+            w.name(),
+            d.0,
+            d.1,
+            d.4,
+            d.2,
+            d.3
+        );
+        ours.push(r);
+        deltas.push(d);
+    }
+    assert!(sched.running(), "the scheduler exited:\n{}", sched.output());
+    sched.stop();
+    for (r, e) in ours.iter().zip(&eevdf) {
+        eprintln!(
+            "gate coop: ratio to EEVDF {:.2}",
+            r.makespan() / e.makespan().max(1e-9)
+        );
+    }
+
+    let active = &deltas[0];
+    assert!(
+        active.0 > 0,
+        "no coopbench thread was dispatched from a coop queue: --coop did not recognise the group"
+    );
+    let preempts: u64 = deltas.iter().map(|d| d.3).sum();
+    assert_eq!(preempts, 0, "threads of one group preempted each other");
+    assert!(
+        ours[0].makespan() < eevdf[0].makespan(),
+        "OMP_WAIT_POLICY=active: makespan {:.2} s with --coop, not below EEVDF's {:.2} s",
+        ours[0].makespan(),
+        eevdf[0].makespan()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_coopbench_fields() {
+        let line = "{\"coopbench\": {\"mode\": \"omp\", \"threads\": 2, \"wall_s\": 0.9512, \
+                    \"nivcsw\": 17, \"checksum\": 1.0}}";
+        assert_eq!(field(line, "wall_s"), Some(0.9512));
+        assert_eq!(field(line, "nivcsw"), Some(17.0));
+        assert_eq!(field(line, "checksum"), Some(1.0));
+        assert_eq!(field(line, "missing"), None);
+    }
+}

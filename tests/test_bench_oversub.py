@@ -1,0 +1,44 @@
+"""The oversub phase's parsing (tools/pandemonium/bench/oversub.py)."""
+
+from tools.pandemonium.bench import plan as P
+from tools.pandemonium.bench.oversub import expand, figures
+from tools.pandemonium.bench.parse import PARSERS, Record
+
+
+def _line(wall, nivcsw=3):
+    return ('{"coopbench": {"mode": "omp", "threads": 2, "regions": 600, "n": 48, '
+            f'"wall_s": {wall}, "user_s": 1.0, "sys_s": 0.0, "nvcsw": 10, "nivcsw": {nivcsw}, '
+            '"checksum": 1.0}}')
+
+
+OUT = "\n".join([
+    "oversub-begin omp-active", _line(0.95), _line(1.02, 5), "oversub-end omp-active",
+    "oversub-state omp-active enabled",
+    "oversub-begin omp-passive", _line(1.4), "oversub-end omp-passive",
+    "oversub-state omp-passive enabled",
+])
+
+
+def test_each_part_is_a_figure_with_the_later_process_as_makespan():
+    f = figures(OUT)
+    a = f["oversub-active"]
+    assert a["value"] == 1.02 and a["error"] is None and a["state"] == "enabled"
+    assert a["extra"]["process_s"] == [0.95, 1.02] and a["extra"]["nivcsw"] == 8
+    assert f["oversub-passive"]["value"] is None
+    assert "1 of 2 coopbench processes" in f["oversub-passive"]["error"]
+    assert "did not run" in f["oversub-yield"]["error"]
+
+
+def test_the_step_expands_into_the_plan_figures():
+    rec = Record(2, 1, P.PANDEMONIUM_COOP, "oversub", 0, 10.0)
+    PARSERS["oversub"](OUT, rec)
+    recs = expand([rec])
+    assert [r.phase for r in recs] == [p.name for p in P.OVERSUB_FIGURES]
+    assert recs[0].value == 1.02
+    assert P.report_phases(["oversub"]) == [p.name for p in P.OVERSUB_FIGURES]
+
+
+def test_the_coop_scheduler_is_ours_and_the_old_probe_phase_is_hogs():
+    assert not P.is_external(P.PANDEMONIUM_COOP)
+    assert "hogs" in P.PHASES and "oversub" in P.SCALE_EXTRA_PHASES
+    assert P.Sizes().guest_env()["BENCH_COOP_REGIONS"] == "600"

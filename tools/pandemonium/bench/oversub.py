@@ -1,0 +1,71 @@
+"""The oversub phase (issue #34): oversubscribed parallel runtimes.
+
+guest/driver.sh phase_oversub runs 2 coopbench processes at once, each with a thread per CPU, for
+each way a runtime waits at its barriers (libgomp's OMP_WAIT_POLICY=active and passive, and a
+sched_yield() barrier in OpenBLAS's style), and prints
+
+    oversub-begin PART / one coopbench JSON line per process / oversub-end PART
+    oversub-state PART STATE        sched_ext's state when PART ended
+
+Each PART becomes one figure (plan.OVERSUB_FIGURES): the makespan, the later process's
+completion time; each process's own time and the context switches stay beside it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .parse import Record, expand_figures, tagged_sections, tagged_states
+from .plan import OVERSUB_FIGURES
+
+PROCS = 2
+# Figure -> the guest's PART.
+FIGURES = {"oversub-active": "omp-active", "oversub-passive": "omp-passive",
+           "oversub-yield": "yield"}
+assert list(FIGURES) == [p.name for p in OVERSUB_FIGURES]
+
+
+def reports(body: str) -> list[dict]:
+    """coopbench's reports in a part's output, one per process that finished."""
+    out = []
+    for line in body.splitlines():
+        line = line.strip()
+        if not line.startswith('{"coopbench"'):
+            continue
+        try:
+            out.append(json.loads(line)["coopbench"])
+        except (json.JSONDecodeError, KeyError):
+            continue
+    return out
+
+
+def figures(text: str) -> dict[str, dict]:
+    """Figure name -> {"value", "extra", "error", "state"} for one oversub step."""
+    parts, states = tagged_sections(text, "oversub"), tagged_states(text, "oversub")
+    out = {}
+    for name, part in FIGURES.items():
+        value, extra, error = None, {}, None
+        got = reports(parts.get(part, ""))
+        if part not in parts:
+            error = f"{name}: the {part} part did not run"
+        elif len(got) < PROCS or not all(isinstance(r.get("wall_s"), (int, float)) for r in got):
+            error = f"{name}: {len(got)} of {PROCS} coopbench processes reported"
+        else:
+            walls = [r["wall_s"] for r in got]
+            value = max(walls)
+            extra = {"process_s": walls, "threads": got[0].get("threads"),
+                     "regions": got[0].get("regions"),
+                     "nvcsw": sum(r.get("nvcsw", 0) for r in got),
+                     "nivcsw": sum(r.get("nivcsw", 0) for r in got)}
+        out[name] = {"value": value, "extra": extra, "error": error, "state": states.get(part)}
+    return out
+
+
+def parse_oversub(text: str, rec: Record) -> None:
+    """parse.PARSERS' entry: the figures go in extra["figures"] (expand() makes the records)."""
+    rec.extra = {"figures": figures(text)}
+
+
+def expand(records: list[Record]) -> list[Record]:
+    """Each oversub step's record becomes one record per figure (parse.expand_figures)."""
+    return expand_figures(records, lambda phase: list(FIGURES) if phase == "oversub" else None)
