@@ -102,7 +102,7 @@ def test_full_gate_marks_each_step_sized_or_not():
     body = body[:body.index("\n}\n")]
     import re
     sized = re.findall(r'\("(\w+)", true,', body)
-    assert sized == ["load", "topology", "hybrid", "trust", "admin", "powersave", "coop", "latency",
+    assert sized == ["load", "topology", "hybrid", "trust", "admin", "powersave", "latency",
                      "responsiveness", "interactive", "hotplug", "contention", "starvation",
                      "wait_bound"]
     readme = (ROOT / "README.md").read_text()
