@@ -645,9 +645,6 @@ fn full_gate() {
         ("trust", true, trust::layer_trust),
         ("admin", true, admin::layer_admin),
         ("powersave", true, powersave::layer_powersave),
-        // Once, at the first count: CI's run already sits near its 45-minute budget, and the
-        // team mechanism (no mate preemption, the turn) is the same code at any size.
-        ("coop", false, coop::layer_coop),
         ("verifier", false, layer_verifier),
         ("adaptive", false, layer_adaptive),
         ("watchdog", false, layer_watchdog),

@@ -33,7 +33,7 @@ def _fake_vm(monkeypatch, seen):
                                log_path="/nonexistent", out_dir=None)
     monkeypatch.setattr(tools.pandemonium.vm, "run_in_vm", run_in_vm)
     monkeypatch.setattr(gate_runner, "listed_tests", lambda gate: {"load", "classify"})
-    # full_gate's coop layer puts coopbench in the guest: no compiler needed here.
+    # A coop layer would put coopbench in the guest: no compiler needed here.
     monkeypatch.setattr(driver, "coopbench_binary", lambda: Path("/coopbench"))
 
 

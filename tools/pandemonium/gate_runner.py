@@ -174,7 +174,7 @@ def guest_files(gate: Path, layers: list[str]) -> list[tuple[str, str]]:
     """What the gate's guest gets beside the gate binary: coopbench only for the layers that run
     it (compiling it needs gcc with libgomp)."""
     add = [(str(gate), GUEST_GATE)]
-    if "coop" in layers or "full_gate" in layers:
+    if "coop" in layers:
         from .bench.driver import coopbench_binary
         add.append((str(coopbench_binary()), GUEST_COOPBENCH))
     return add
