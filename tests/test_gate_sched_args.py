@@ -12,7 +12,6 @@ import pytest
 import tools.pandemonium.vm
 from tools.pandemonium.common import PandemoniumError
 from tools.pandemonium import gate_runner
-from tools.pandemonium.bench import driver
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,8 +32,6 @@ def _fake_vm(monkeypatch, seen):
                                log_path="/nonexistent", out_dir=None)
     monkeypatch.setattr(tools.pandemonium.vm, "run_in_vm", run_in_vm)
     monkeypatch.setattr(gate_runner, "listed_tests", lambda gate: {"load", "classify"})
-    # A coop layer would put coopbench in the guest: no compiler needed here.
-    monkeypatch.setattr(driver, "coopbench_binary", lambda: Path("/coopbench"))
 
 
 def test_run_gate_hands_the_args_to_the_guest(monkeypatch):

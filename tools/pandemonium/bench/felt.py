@@ -229,7 +229,9 @@ def notes(result, cells=None) -> list[str]:
         out += [line for line in (_game_line(cores, m, scheds), _audio_line(cores, m, scheds))
                 if line]
         out += _targets(cores, m, scheds)
-    return out + [AUTOGROUP_NOTE] if out else out
+    if out:
+        out.append(AUTOGROUP_NOTE)
+    return out
 
 
 # build_load_start() runs the build in a session of its own, as a terminal does. With the
