@@ -3,7 +3,9 @@
 //! tuner, write the knobs back, feed the process database, print the telemetry line. One thread,
 //! no locks: BPF only ever sees whole knob structs written by this loop.
 
+use crate::autogroup::{self, Reading, Reaper};
 use crate::autopower::{self, Watcher};
+use crate::bpf_intf::CgCtx;
 use crate::cgroup_stats::{CgroupShares, PathCache};
 use crate::cpustat::{self, CpuTimes};
 use crate::games::{self, Boost};
@@ -34,6 +36,8 @@ pub struct Controller {
     publisher: Option<Publisher>,
     /// The statistics' per-cgroup CPU shares (read only while there is a publisher).
     cgroups: CgroupShares,
+    /// Autogroups' pseudo-groups that have stayed idle (src/autogroup.rs).
+    autogroups: Reaper,
     /// Gaming mode only: the game scan's thread, and what BPF's map holds of its findings.
     games: Option<(games::Watcher, Boost)>,
     /// `--autopower` only: the system's power profile, read on its own thread.
@@ -69,6 +73,7 @@ impl Controller {
             heartbeat: None,
             publisher: None,
             cgroups: CgroupShares::new(PathCache::live()),
+            autogroups: Reaper::default(),
             games: mode.preset().boost_games.then(spawn_game_scan).flatten(),
             power: None,
         }
@@ -96,12 +101,13 @@ impl Controller {
         self.heartbeat = heartbeat;
         self.warm.reset();
         self.cgroups.reset();
+        self.autogroups.reset();
         if let Some((_, boost)) = &mut self.games {
             boost.reset();
         }
     }
 
-    pub fn tick(&mut self, sched: &Scheduler) -> Result<()> {
+    pub fn tick(&mut self, sched: &mut Scheduler) -> Result<()> {
         if let Some(hb) = &self.heartbeat {
             hb.beat();
         }
@@ -154,6 +160,8 @@ impl Controller {
             extra.regime = Some("LONGRUN".into());
         }
         self.boost_games(sched);
+        let groups = sched.read_cgroups();
+        self.follow_autogroups(sched, groups.as_deref().unwrap_or_default());
         let knobs = sched.read_knobs()?;
         let topo = sched.layout.params;
         extra.sojourn_ns = Some((sched.batch_age_ns(), topo.overflow_rescue_ns));
@@ -162,8 +170,11 @@ impl Controller {
             // A failed read costs only this field, and keeps the baseline: the next interval
             // then runs from the last good reading.
             let online = sched.layout.online.len();
-            let cgroup_cpu_pct = match sched.read_cgroup_runtimes() {
-                Ok(r) => self.cgroups.sample(&r, Instant::now(), online),
+            let cgroup_cpu_pct = match &groups {
+                Ok(g) => {
+                    let r: Vec<(u64, u64)> = g.iter().map(|(id, c)| (*id, c.runtime_ns)).collect();
+                    self.cgroups.sample(&r, Instant::now(), online)
+                }
                 Err(e) => {
                     debug!("statistics: per-cgroup CPU time: {e:#}");
                     Default::default()
@@ -209,6 +220,21 @@ impl Controller {
             }
         }
         Ok(())
+    }
+
+    /// Passes the autogroup sysctl on to BPF and drops the pseudo-groups left idle.
+    fn follow_autogroups(&mut self, sched: &mut Scheduler, groups: &[(u64, CgCtx)]) {
+        sched.set_autogroups(autogroup::sysctl_on());
+        let readings: Vec<Reading> = groups
+            .iter()
+            .filter(|(id, _)| autogroup::is_key(*id))
+            .map(|(id, c)| Reading {
+                id: *id,
+                runtime_ns: c.runtime_ns,
+                runnable: c.runnable_weight != 0,
+            })
+            .collect();
+        sched.forget_cgroups(&self.autogroups.idle(&readings));
     }
 
     fn learn(&mut self, sched: &Scheduler) -> Result<()> {

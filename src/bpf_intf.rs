@@ -39,6 +39,8 @@ pub const NODE_DSQ_BASE: u64 = c::pandemonium_dsq_NODE_DSQ_BASE as u64;
 pub const BATCH_DSQ_BASE: u64 = c::pandemonium_dsq_BATCH_DSQ_BASE as u64;
 /// --coop: how long a cooperative group holds its node's CPUs (src/bpf/coop.bpf.h), ns.
 pub const COOP_QUANTUM_NS: u64 = c::coop_consts_COOP_QUANTUM_NS as u64;
+/// An autogroup's pseudo-group key in `cg_ctxs` has this bit set (src/bpf/autogroup.bpf.h).
+pub const AUTOGROUP_KEY_SHIFT: u32 = c::autogroup_consts_AUTOGROUP_KEY_SHIFT;
 /// The CoDel oscillator's fixed constants (`enum codel_consts`); see src/codel.rs.
 pub const CODEL_MAX_IMPULSES: u64 = c::codel_consts_CODEL_MAX_IMPULSES as u64;
 pub const CODEL_KICK_SHIFT: u32 = c::codel_consts_CODEL_KICK_SHIFT;

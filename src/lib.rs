@@ -3,6 +3,7 @@
 //! binary, the integration gate and the tools share.
 
 pub mod adaptive;
+pub mod autogroup;
 pub mod autopower;
 pub mod bpf_intf;
 pub mod bpf_skel;

@@ -2,6 +2,7 @@
 //! The BPF skeleton's lifecycle: open, fill rodata and maps, load, attach, run until told to stop
 //! or until the kernel ends the scheduler, detach. Also the map I/O the daemon needs.
 
+use crate::autogroup;
 use crate::bpf_intf::{
     AffinityRow, CgCtx, CommKey, Hist, Stats, TaskClassEntry, TopoParams, TuningKnobs,
 };
@@ -124,6 +125,7 @@ impl<'obj> Scheduler<'obj> {
             layout,
         };
         sched.write_topology()?;
+        sched.set_autogroups(autogroup::sysctl_on());
         sched.write_knobs(&opts.mode.knobs())?;
         sched.write_compositors(&compositor::names_for(
             opts.mode.preset().compositors,
@@ -278,19 +280,34 @@ impl<'obj> Scheduler<'obj> {
         Ok(out)
     }
 
-    /// Each cgroup BPF tracks, as (id, CPU time of its own tasks since load, ns). A group removed
-    /// between the key walk and its lookup is skipped: it has nothing left to report.
-    pub fn read_cgroup_runtimes(&self) -> Result<Vec<(u64, u64)>> {
+    /// Each group BPF tracks (cgroups and autogroups), by id. A group removed between the key
+    /// walk and its lookup is skipped: it has nothing left to report.
+    pub fn read_cgroups(&self) -> Result<Vec<(u64, CgCtx)>> {
         let map = &self.skel.maps.cg_ctxs;
         let mut out = Vec::new();
         for key in map.keys() {
             if let Some(v) = map.lookup(&key, MapFlags::ANY)?
                 && let (Some(id), Some(c)) = (from_bytes::<u64>(&key), from_bytes::<CgCtx>(&v))
             {
-                out.push((id, c.runtime_ns));
+                out.push((id, c));
             }
         }
         Ok(out)
+    }
+
+    /// Drops BPF's entries for these groups; one already gone is what was wanted.
+    pub fn forget_cgroups(&self, ids: &[u64]) {
+        for id in ids {
+            let _ = self.skel.maps.cg_ctxs.delete(bytes_of(id));
+        }
+    }
+
+    /// Whether BPF charges root tasks by their autogroups (src/bpf/autogroup.bpf.h).
+    pub fn set_autogroups(&mut self, on: bool) {
+        if let Some(b) = self.skel.maps.bss_data.as_mut() {
+            // SAFETY: a plain aligned u32 in the BPF-mapped bss, which only the daemon writes.
+            unsafe { std::ptr::write_volatile(&mut b.autogroup_on, u32::from(on)) };
+        }
     }
 
     /// Applies `d` to the warm-start map (see [`crate::procdb::WarmMirror`]).
@@ -327,7 +344,7 @@ impl<'obj> Scheduler<'obj> {
     pub fn run(
         &mut self,
         shutdown: &Arc<AtomicBool>,
-        mut tick: impl FnMut(&Self) -> Result<()>,
+        mut tick: impl FnMut(&mut Self) -> Result<()>,
     ) -> Result<UserExitInfo> {
         let period = Duration::from_secs(1);
         let mut next = Instant::now() + period;

@@ -40,6 +40,17 @@ static __always_inline struct cg_ctx *cg_lookup(u64 id)
 	return id ? bpf_map_lookup_elem(&cg_ctxs, &id) : NULL;
 }
 
+#define AUTOGROUP_KEY (1ULL << AUTOGROUP_KEY_SHIFT)
+
+/* kernel.sched_autogroup_enabled, which the daemon follows: the sysctl can change at any time. */
+volatile u32 autogroup_on;
+
+/* The group a task is charged in: an autogroup's key stands for the root while they are off. */
+static __always_inline struct cg_ctx *task_cg(const struct task_ctx *tctx)
+{
+	return (tctx->cgid & AUTOGROUP_KEY) && !autogroup_on ? NULL : cg_lookup(tctx->cgid);
+}
+
 /* @id gained its first runnable task or active child: it, and each parent it wakes, is active. */
 static __always_inline void cg_activate(u64 id)
 {
@@ -75,6 +86,20 @@ static __always_inline void cg_deactivate(u64 id)
 		if (!parent || __sync_sub_and_fetch(&parent->child_weight, c->active_weight))
 			return;
 		id = c->parent_id;
+	}
+}
+
+/* cpu.weight (or an autogroup's nice) changed: an active group's weight is in its parent's sum. */
+static __always_inline void cg_set_weight(struct cg_ctx *c, u32 weight)
+{
+	struct cg_ctx *parent;
+	u64 old;
+
+	c->weight = weight ? weight : CGROUP_WEIGHT_DFL;
+	c->share_at = 0;
+	if (c->active && (parent = cg_lookup(c->parent_id))) {
+		old = __sync_lock_test_and_set(&c->active_weight, c->weight);
+		__sync_fetch_and_add(&parent->child_weight, c->weight - old);
 	}
 }
 

@@ -251,8 +251,16 @@ struct task_class_entry {
 };
 
 /*
- * One cgroup's state (cg_ctxs hash map, keyed by the cgroup id, its kernfs inode number; the root
- * cgroup has none): cgroup.bpf.h keeps the weights, bandwidth.bpf.h the cpu.max quota and
+ * An autogroup's pseudo-group in cg_ctxs is keyed 1 << AUTOGROUP_KEY_SHIFT | its id
+ * (autogroup.bpf.h): no kernfs inode number has the top bit set.
+ */
+enum autogroup_consts {
+	AUTOGROUP_KEY_SHIFT = 63,
+};
+
+/*
+ * One cgroup's state (cg_ctxs hash map, keyed by the cgroup id, its kernfs inode number, or an
+ * autogroup's key; the root cgroup has none): cgroup.bpf.h keeps the weights, bandwidth.bpf.h the cpu.max quota and
  * runtime_ns, which the daemon reads for the per-group CPU share in its statistics.
  */
 struct cg_ctx {

@@ -8,6 +8,7 @@
 #include "state.bpf.h"
 #include "cgroup.bpf.h"
 #include "weight.bpf.h"
+#include "autogroup.bpf.h"
 #include "classify.bpf.h"
 #include "placement.bpf.h"
 #include "bandwidth.bpf.h"
@@ -327,6 +328,7 @@ void BPF_STRUCT_OPS(pandemonium_runnable, struct task_struct *p, u64 enq_flags)
 
 	if (!tctx)
 		return;
+	autogroup_refresh(p, tctx);
 	cg_task_runnable(p, tctx);
 	if (!tctx->sleep_at)
 		return;
@@ -604,6 +606,8 @@ void BPF_STRUCT_OPS(pandemonium_enable, struct task_struct *p)
 	 * made every program launched under load wait out the whole backlog. A group that has run
 	 * past its share starts its new tasks at its own clock instead (charge_task()).
 	 */
+	if (tctx)
+		autogroup_refresh(p, tctx);
 	p->scx.dsq_vtime = tctx ? cg_start_vtime(tctx) : vtime_now;
 	if (tctx) {
 		task_weight(p, tctx, bpf_ktime_get_ns());
@@ -698,18 +702,10 @@ void BPF_STRUCT_OPS(pandemonium_cgroup_move, struct task_struct *p, struct cgrou
 void BPF_STRUCT_OPS(pandemonium_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 {
 	u64 id = cgrp->kn->id;
-	struct cg_ctx *c = cg_lookup(id), *parent;
-	u64 old;
+	struct cg_ctx *c = cg_lookup(id);
 
-	if (!c)
-		return;
-	c->weight = weight ? weight : CGROUP_WEIGHT_DFL;
-	c->share_at = 0;
-	/* An active group's weight is in its parent's sum: move the sum with it. */
-	if (c->active && (parent = cg_lookup(c->parent_id))) {
-		old = __sync_lock_test_and_set(&c->active_weight, c->weight);
-		__sync_fetch_and_add(&parent->child_weight, c->weight - old);
-	}
+	if (c)
+		cg_set_weight(c, weight);
 }
 
 void BPF_STRUCT_OPS(pandemonium_cgroup_set_idle, struct cgroup *cgrp, bool idle)

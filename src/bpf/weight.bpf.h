@@ -81,18 +81,25 @@ static __always_inline void cg_task_runnable(const struct task_struct *p, struct
 		cg_activate(tctx->cgid);
 }
 
-/* quiescent(), or a move out of the group: what runnable() added leaves the same group. */
+/*
+ * quiescent(), or a move out of the group: what runnable() added leaves the same group. An
+ * autogroup's entry can be removed and made again while a task of it is runnable
+ * (autogroup.bpf.h): the new entry never held that task's weight, and must not wrap below 0.
+ */
 static __always_inline void cg_task_quiescent(struct task_ctx *tctx)
 {
 	struct cg_ctx *c;
-	u64 w = tctx->cnt_w;
+	u64 w = tctx->cnt_w, old;
 
 	if (!w)
 		return;
 	tctx->cnt_w = 0;
 	if (!(c = cg_lookup(tctx->cnt_cgid)))
 		return;
-	if (!__sync_sub_and_fetch(&c->runnable_weight, w))
+	old = __sync_fetch_and_sub(&c->runnable_weight, w);
+	if (old < w)
+		__sync_fetch_and_add(&c->runnable_weight, w);
+	else if (old == w)
 		cg_deactivate(tctx->cnt_cgid);
 }
 
@@ -123,7 +130,7 @@ static __always_inline u64 task_weight_in(const struct task_struct *p, struct ta
 
 static __always_inline u64 task_weight(const struct task_struct *p, struct task_ctx *tctx, u64 now)
 {
-	return task_weight_in(p, tctx, cg_lookup(tctx->cgid), now);
+	return task_weight_in(p, tctx, task_cg(tctx), now);
 }
 
 /* Vtime for @ns of CPU at weight @w: a nice 0 task in the root is charged wall time. */
@@ -148,9 +155,19 @@ static __always_inline u64 charge_vtime(u64 ns, u64 w)
 static __always_inline u64 charge_task(const struct task_struct *p, struct task_ctx *tctx,
 				       u64 used, u64 now, const struct topo_params *tp)
 {
-	struct cg_ctx *c = cg_lookup(tctx->cgid);
-	u64 w = task_weight_in(p, tctx, c, now), floor = vtime_now - tp->lag_cap_ns;
+	struct cg_ctx *c = task_cg(tctx);
+	u64 prev = tctx->weight, w = task_weight_in(p, tctx, c, now);
+	u64 floor = vtime_now - tp->lag_cap_ns;
 
+	/*
+	 * In a group, a run is charged at the heavier of the weights at its two ends, the last
+	 * charge's and now. The group's runnable sum is read at an instant, and the instant a run
+	 * ends is often a group-mate's wakeup that preempts it: a busy loop whose own process
+	 * polls every 20 ms was charged its whole run at half its weight each time the poller
+	 * woke, and its session got 0.43 of the CPU where the kernel's weights give it 0.5.
+	 */
+	if (c && prev > w)
+		w = prev;
 	if (c && used) {
 		if (time_before(c->vtime, floor))
 			c->vtime = floor;
@@ -162,7 +179,7 @@ static __always_inline u64 charge_task(const struct task_struct *p, struct task_
 /* enable(): where a new task starts on the virtual clock, its group's clock if that is ahead. */
 static __always_inline u64 cg_start_vtime(const struct task_ctx *tctx)
 {
-	struct cg_ctx *c = cg_lookup(tctx->cgid);
+	struct cg_ctx *c = task_cg(tctx);
 
 	return c && time_before(vtime_now, c->vtime) ? c->vtime : vtime_now;
 }

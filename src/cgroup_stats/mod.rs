@@ -116,6 +116,26 @@ mod tests {
     }
 
     #[test]
+    fn autogroups_are_named_by_id_beside_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = dir.path().join("app");
+        std::fs::create_dir_all(&app).unwrap();
+        let id = std::fs::metadata(&app).unwrap().ino();
+        let ag = 1u64 << crate::bpf_intf::AUTOGROUP_KEY_SHIFT | 12;
+        let mut s = CgroupShares::new(PathCache::new(Some(dir.path().to_path_buf())));
+        let t0 = Instant::now();
+        s.sample(&[(ag, 0), (id, 0), (3, 0)], t0, 1);
+        let top = s.sample(
+            &[(ag, 300_000_000), (id, 200_000_000), (3, 100_000_000)],
+            t0 + Duration::from_secs(1),
+            1,
+        );
+        assert_eq!(top["autogroup-12"], 30.0, "{top:?}");
+        assert_eq!(top["/app"], 20.0, "{top:?}");
+        assert_eq!(top["id:3"], 10.0, "{top:?}");
+    }
+
+    #[test]
     fn idle_groups_and_no_cpus_give_an_empty_list() {
         let mut s = CgroupShares::new(PathCache::new(None));
         let t0 = Instant::now();

@@ -4,6 +4,7 @@
 //! each directory maps ids to paths. Paths are cached, and a cached one is checked (one stat)
 //! each time it is used, since a group can be renamed or removed and its name reused.
 
+use crate::autogroup;
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -123,6 +124,25 @@ impl PathCache {
 
     /// Printable names of `ids`, in their order: the path, or `id:N` when it cannot be found.
     pub fn names(&mut self, ids: &[u64], now: Instant) -> Vec<String> {
+        // An autogroup has no directory to find: it is named by its id.
+        let dirs: Vec<u64> = ids
+            .iter()
+            .copied()
+            .filter(|&id| !autogroup::is_key(id))
+            .collect();
+        let mut paths = self.paths(&dirs, now).into_iter();
+        ids.iter()
+            .map(|&id| {
+                if autogroup::is_key(id) {
+                    autogroup::name(id)
+                } else {
+                    paths.next().unwrap_or_else(|| unresolved(id))
+                }
+            })
+            .collect()
+    }
+
+    fn paths(&mut self, ids: &[u64], now: Instant) -> Vec<String> {
         let Some(root) = self.root.clone() else {
             return ids.iter().map(|&id| unresolved(id)).collect();
         };
@@ -239,11 +259,11 @@ mod tests {
         let t0 = Instant::now();
         let (a, b) = (ino(&dirs[1]), ino(&dirs[3]));
         assert_eq!(
-            cache.names(&[b, a, u64::MAX - 1], t0),
+            cache.names(&[b, a, 1 << 62], t0),
             vec![
                 "/user.slice/user-1000.slice".to_string(),
                 "/system.slice/sshd.service".to_string(),
-                format!("id:{}", u64::MAX - 1),
+                format!("id:{}", 1u64 << 62),
             ]
         );
         // A group created after the walk: the id was looked for lately, so no new walk yet...

@@ -8,13 +8,16 @@
 //! - cpu.max "20000 100000" on one hog alone on an idle machine, where nothing else would take
 //!   its CPU;
 //! - SCHED_IDLE hogs beside plain ones;
-//! - nice 0 against nice 19.
+//! - nice 0 against nice 19;
+//! - two sessions of one and three loops on one CPU, with kernel.sched_autogroup_enabled set
+//!   and cleared (sessions.rs).
 //!
 //! Groups are measured by cpu.stat usage_usec, threads by schedstat. Each group or class runs 2
 //! busy loops per CPU, so every side always has work queued.
 
 use super::cgroup::{self, Group};
 use super::cputime::{HogSpec, Hogs, Policy, by_label};
+use super::sessions;
 use super::*;
 
 const WARM: Duration = Duration::from_secs(2);
@@ -41,6 +44,8 @@ const IDLE_FLOOR: f64 = 0.95;
 const NICE_TOL: f64 = 0.15;
 /// What the kernel's weights give nice 0 against nice 19 (sched_prio_to_weight 1024 / 15).
 const NICE_WEIGHTS: f64 = 1024.0 / 15.0;
+/// The light session's share within this much (absolute) of what the autogroups give it.
+const SESSION_TOL: f64 = 0.06;
 /// EEVDF's nice ratio counts as stable enough to hold ours to it when its two half-windows
 /// agree within this fraction.
 const NICE_STABLE: f64 = 0.15;
@@ -61,6 +66,8 @@ struct Figures {
     /// Mean nice 0 hog's CPU time over the mean nice 19 hog's, whole window and its halves.
     nice_ratio: f64,
     nice_halves: [f64; 2],
+    /// The light session's share of the CPU, autogroups on and off.
+    session_share: [f64; 2],
 }
 
 /// The nested leaves and the share of the whole their weights give them.
@@ -201,6 +208,8 @@ fn measure_all(who: &str) -> Figures {
     eprintln!("gate admin: {who}: SCHED_IDLE done");
     let (nice_ratio, nice_halves) = nice();
     eprintln!("gate admin: {who}: nice done");
+    let session_share = [sessions::light_share(true), sessions::light_share(false)];
+    eprintln!("gate admin: {who}: autogroups done");
     Figures {
         weight_ratio,
         nested,
@@ -210,6 +219,7 @@ fn measure_all(who: &str) -> Figures {
         idle_plain_share,
         nice_ratio,
         nice_halves,
+        session_share,
     }
 }
 
@@ -273,7 +283,19 @@ fn report(e: &Figures, o: &Figures) {
         e.nice_halves[0],
         e.nice_halves[1]
     );
+    for (i, on) in ["on", "off"].iter().enumerate() {
+        eprintln!(
+            "gate admin: sessions of 1 and {} loops, autogroups {on}: the lone loop's share ours \
+             {:.3} (EEVDF {:.3}; the kernel's weights give {:.3})",
+            sessions::HEAVY,
+            o.session_share[i],
+            e.session_share[i],
+            SESSION_WANT[i]
+        );
+    }
 }
+
+const SESSION_WANT: [f64; 2] = [sessions::WANT_ON, sessions::WANT_OFF];
 
 /// Which bars `o` misses; `e` is EEVDF's figures, the reference for nice.
 fn judge(e: &Figures, o: &Figures) -> Vec<String> {
@@ -345,6 +367,16 @@ fn judge(e: &Figures, o: &Figures) -> Vec<String> {
             high.map_or("any".into(), |h| format!("{h:.1}"))
         ),
     );
+    for (i, on) in ["on", "off"].iter().enumerate() {
+        check(
+            (o.session_share[i] - SESSION_WANT[i]).abs() <= SESSION_TOL,
+            format!(
+                "with autogroups {on}, the lone loop's session got {:.3} of the CPU, not \
+                 {:.3} +-{SESSION_TOL}",
+                o.session_share[i], SESSION_WANT[i]
+            ),
+        );
+    }
     failed
 }
 

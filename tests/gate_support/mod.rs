@@ -16,6 +16,7 @@ pub mod hybrid;
 pub mod knobs;
 pub mod maps;
 pub mod powersave;
+pub mod sessions;
 pub mod stall;
 pub mod standard;
 pub mod trust;
