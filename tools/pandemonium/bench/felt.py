@@ -235,10 +235,10 @@ def notes(result, cells=None) -> list[str]:
 
 
 # build_load_start() runs the build in a session of its own, as a terminal does. With the
-# kernel's autogroup on, EEVDF weighs that whole session as one task against the game's or the
-# audio tool's; no sched_ext scheduler sees autogroups.
+# kernel's autogroup on, EEVDF and ours weigh that whole session as one task against the game's
+# or the audio tool's; the other sched_ext schedulers do not see autogroups.
 AUTOGROUP_NOTE = (
     "the build runs in a session of its own (setsid): where the kernel's autogroup is on "
-    "(CONFIG_SCHED_AUTOGROUP and kernel.sched_autogroup_enabled, as in the guest), EEVDF gives "
-    "that whole session one task's share, which no sched_ext scheduler does (README, Known "
-    "problems: what it is worth to EEVDF's figures)")
+    "(CONFIG_SCHED_AUTOGROUP and kernel.sched_autogroup_enabled, as in the guest), EEVDF and "
+    "scx_pandemonium give that whole session one task's share; scx_bpfland and the other "
+    "anchors do not (README, What the administrator sets comes first)")
