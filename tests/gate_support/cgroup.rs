@@ -115,38 +115,52 @@ impl Group {
     /// Starts `n` busy loops (one `pandemonium-tools stress` process) that begin life in this
     /// group: the child moves itself before exec, so no instant of it runs elsewhere.
     pub fn spawn_hogs(&mut self, n: usize, name: &str) -> &mut Self {
-        let procs = CString::new(
-            self.path
-                .join("cgroup.procs")
-                .into_os_string()
-                .into_encoded_bytes(),
-        )
-        .expect("a cgroup path without NUL");
-        let mut cmd = Command::new(tools_binary());
-        cmd.args(["stress", "--long-runner", "--name", name, "--workers"])
-            .arg(n.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        // SAFETY: the closure runs between fork and exec and calls only open, write and close,
-        // which are async-signal-safe, on a path allocated before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
-                let err = std::io::Error::last_os_error();
-                libc::close(fd);
-                if ok { Ok(()) } else { Err(err) }
-            });
-        }
+        let mut cmd = hogs_command(n, name);
+        let procs = procs_path(&self.path);
+        // SAFETY: join_cgroup() is async-signal-safe and uses a path allocated before the fork.
+        unsafe { cmd.pre_exec(move || join_cgroup(&procs)) };
         let child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("starting hogs in {}: {e}", self.path.display()));
         self.procs.push(child);
         self
+    }
+}
+
+/// `n` busy loops in one `pandemonium-tools stress` process named `name`, output discarded.
+pub fn hogs_command(n: usize, name: &str) -> Command {
+    let mut cmd = Command::new(tools_binary());
+    cmd.args(["stress", "--long-runner", "--name", name, "--workers"])
+        .arg(n.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
+/// `dir`'s cgroup.procs, ready for join_cgroup() after a fork.
+pub fn procs_path(dir: &Path) -> CString {
+    CString::new(
+        dir.join("cgroup.procs")
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .expect("a cgroup path without NUL")
+}
+
+/// Moves the calling process into the group whose cgroup.procs is `procs`. Only open, write
+/// and close: async-signal-safe, for a child between fork and exec.
+pub fn join_cgroup(procs: &CString) -> std::io::Result<()> {
+    // SAFETY: a NUL-terminated path and a one-byte buffer, both valid for the calls.
+    unsafe {
+        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if ok { Ok(()) } else { Err(err) }
     }
 }
 

@@ -4,13 +4,12 @@
 //! With kernel.sched_autogroup_enabled set, each session weighs one nice 0 task, and the lone
 //! loop gets half the CPU; with it cleared, every loop weighs the same, and it gets a quarter.
 
-use super::cgroup::ROOT;
+use super::cgroup::{ROOT, hogs_command, join_cgroup, procs_path};
 use super::cputime::process_cpu_ns;
-use super::tools_binary;
-use std::ffi::CString;
 use std::fs;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Child;
 use std::time::Duration;
 
 const SYSCTL: &str = "/proc/sys/kernel/sched_autogroup_enabled";
@@ -26,22 +25,13 @@ pub const WANT_OFF: f64 = 1.0 / (1 + HEAVY) as f64;
 /// A session of `n` busy loops (one `pandemonium-tools stress` process) on CPU 0, in the root
 /// cgroup: the child leaves the gate's cgroup and session before exec.
 fn session(n: usize, name: &str) -> Child {
-    let procs = CString::new(format!("{ROOT}/cgroup.procs")).expect("no NUL");
-    let mut cmd = Command::new(tools_binary());
-    cmd.args(["stress", "--long-runner", "--name", name, "--workers"])
-        .arg(n.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    // SAFETY: between fork and exec only async-signal-safe calls (open, write, close, setsid,
+    let mut cmd = hogs_command(n, name);
+    let procs = procs_path(Path::new(ROOT));
+    // SAFETY: between fork and exec only async-signal-safe calls (join_cgroup()'s, setsid,
     // sched_setaffinity) on memory allocated before the fork.
     unsafe {
         cmd.pre_exec(move || {
-            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-            if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::close(fd);
+            join_cgroup(&procs)?;
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }
