@@ -62,14 +62,17 @@ static __always_inline struct cg_ctx *autogroup_ctx(u64 key, int nice)
 /*
  * enable(), runnable(): a root task's group is its autogroup. A task in a cgroup of its own is
  * left alone: the kernel puts only root tasks in autogroups. A busy task that moves to a new
- * session without sleeping once is seen there when it next wakes.
+ * session without sleeping once is seen there when it next wakes. Both callers count the task
+ * into its group's runnable sum after this (runnable()) or later (enable()).
+ *
+ * The fields are read with plain loads, which CO-RE relocates and the verifier guards, rather
+ * than bpf_probe_read_kernel() calls: this runs on every wakeup.
  */
 static __always_inline void autogroup_refresh(const struct task_struct *p, struct task_ctx *tctx)
 {
 	struct signal_struct___pd *sig = (void *)p->signal;
 	struct autogroup___pd *ag;
-	u64 key = 0, id, counted;
-	int nice = 0;
+	u64 key = 0;
 
 	if (tctx->cgid && !(tctx->cgid & AUTOGROUP_KEY))
 		return;
@@ -78,25 +81,15 @@ static __always_inline void autogroup_refresh(const struct task_struct *p, struc
 	 * while autogroups are off, so a flip of the sysctl reaches busy tasks, which may not come
 	 * back here for a long time, within the daemon's interval.
 	 */
-	if (bpf_core_field_exists(sig->autogroup)) {
-		ag = BPF_CORE_READ(sig, autogroup);
-		/* Id 0 is the kernel's autogroup_default: the root group itself. */
-		id = ag ? BPF_CORE_READ(ag, id) : 0;
-		if (id) {
-			key = AUTOGROUP_KEY | id;
-			nice = BPF_CORE_READ(ag, nice);
-		}
-	}
-	if (key && !autogroup_ctx(key, nice))
-		key = 0;
+	if (bpf_core_field_exists(sig->autogroup) && sig && (ag = sig->autogroup) &&
+	    /* Id 0 is the kernel's autogroup_default: the root group itself. */
+	    ag->id && autogroup_ctx(AUTOGROUP_KEY | ag->id, ag->nice))
+		key = AUTOGROUP_KEY | ag->id;
 	if (key == tctx->cgid)
 		return;
-	/* A runnable task's weight moves from its old group's runnable sum to the new one's. */
-	counted = tctx->cnt_w;
+	/* What the task added to its old group's runnable sum leaves with it. */
 	cg_task_quiescent(tctx);
 	tctx->cgid = key;
-	if (counted)
-		cg_task_runnable(p, tctx);
 }
 
 #endif /* __PANDEMONIUM_AUTOGROUP_BPF_H */
