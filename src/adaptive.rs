@@ -339,6 +339,12 @@ fn learn_coop(c: &mut CoopLearning, db: &mut ProcDb, sched: &Scheduler) -> Resul
     if !d.is_empty() {
         sched.write_coop_learned(&d)?;
         c.names.applied(&d);
+        for k in &d.put {
+            info!("coop-learn: recognising {:?} by behaviour", name_of(k));
+        }
+        for k in &d.remove {
+            info!("coop-learn: no longer recognising {:?}", name_of(k));
+        }
     }
     Ok(())
 }
