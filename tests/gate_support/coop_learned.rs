@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The `coop` layer's second half (issue #34, `--coop-learn`): the cooperative group recognised
 //! from behaviour, without `--coop`. In one boot, after the layer's EEVDF and `--coop` runs:
-//! - a scheduler with `--coop-learn` and a fresh procdb watches pairs of coopbench processes
-//!   (passive waits) until BPF's `coop_comms` holds the name as learned;
-//! - the three workloads run again: the passive and yield teams are given the treatment
-//!   (`nr_coop_grants`, `nr_coop_dispatches`), and no thread preempts a mate;
+//! - a scheduler with `--coop-learn` and a fresh procdb runs hackbench in thread mode beside
+//!   busy loops (threads that wake each other while crowded, but no team): it is not learned;
+//! - it watches pairs of coopbench processes (the sched_yield() barrier) until BPF's
+//!   `coop_comms` holds the name as learned;
+//! - the three workloads run again: the yield team is given the treatment (`nr_coop_grants`,
+//!   `nr_coop_dispatches`), and no thread preempts a mate; the others are printed;
 //! - a plain busy loop renamed coopbench (this process, its threads spinning) gets nothing: no
 //!   grant, no coop dispatch;
 //! - the scheduler restarts: the procdb file holds the name as learned, BPF has it from the
@@ -14,13 +16,16 @@ use super::coop::{self, Run, Work};
 use super::*;
 use scx_pandemonium::bpf_intf::{COOP_LEARNED, Stats};
 use scx_pandemonium::procdb::{self, LoadOutcome, ProcDb};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 const NAME: &str = "coopbench";
-/// Passive pairs the learning may take: each lasts over a second, and two seconds of behaviour
+/// Yield pairs the learning may take: each lasts over a second, and two seconds of behaviour
 /// make the name learned.
 const LEARN_RUNS: usize = 6;
+/// How long hackbench -T runs beside busy loops: the learning needs 2 s.
+const MESSAGING: Duration = Duration::from_secs(8);
 /// How long the renamed busy loop spins.
 const BUSY: Duration = Duration::from_secs(4);
 
@@ -47,6 +52,38 @@ fn measured(work: Work) -> (Run, Delta) {
 
 fn learned_in_bpf() -> bool {
     maps::read_coop_comms().get(NAME) == Some(&COOP_LEARNED)
+}
+
+/// Message passing between the threads of one process, crowded by busy loops: its threads wake
+/// each other all the time, but they are no team at a barrier, and the treatment would take
+/// their wakeup preemption. Not learned, not granted.
+fn messaging_is_not_learned() {
+    let _busy = standard::BusyLoops::start();
+    let before = maps::read_stats();
+    let t0 = Instant::now();
+    let mut runs = 0;
+    while t0.elapsed() < MESSAGING {
+        let st = Command::new("hackbench")
+            .args(["-T", "-g", "2", "-l", "500"])
+            .stdout(Stdio::null())
+            .status()
+            .expect("running hackbench");
+        assert!(st.success(), "hackbench: {st}");
+        runs += 1;
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let d = delta(&before, &maps::read_stats());
+    let names = maps::read_coop_comms();
+    eprintln!(
+        "gate coop: hackbench -T beside busy loops, {runs} runs: grants {}, learned names {:?}",
+        d.grants,
+        names.keys().collect::<Vec<_>>()
+    );
+    assert!(
+        !names.contains_key("hackbench"),
+        "message passing was learned as a cooperative group"
+    );
+    assert_eq!(d.grants, 0, "message passing was given the treatment");
 }
 
 /// Waits up to `limit` for the daemon's tick to put the learned name into BPF.
@@ -134,25 +171,26 @@ pub fn layer_coop_learned(eevdf: &[Run]) {
     let _ = fs::remove_file(&path);
 
     let mut sched = start();
+    messaging_is_not_learned();
     let mut runs = 0;
     while runs < LEARN_RUNS && !learned_in_bpf() {
-        coop::run(Work::OmpPassive);
+        coop::run(Work::Yield);
         runs += 1;
         wait_learned(Duration::from_millis(1500));
     }
     assert!(
         learned_in_bpf(),
-        "{runs} passive pairs did not teach the procdb {NAME:?}:\n{}",
+        "{runs} yield pairs did not teach the procdb {NAME:?}:\n{}",
         sched.output()
     );
-    eprintln!("gate coop: {NAME} learned after {runs} passive pairs");
+    eprintln!("gate coop: {NAME} learned after {runs} yield pairs");
 
     let mut total = Delta::default();
     for (&w, e) in Work::ALL.iter().zip(eevdf) {
         let (r, d) = measured(w);
         show("learned", w, &r, &d, e);
         total.preempts += d.preempts;
-        if !matches!(w, Work::OmpActive) {
+        if matches!(w, Work::Yield) {
             assert!(
                 d.grants > 0 && d.dispatches > 0,
                 "{}: the learned name's team was not recognised: {d:?}",
@@ -184,8 +222,8 @@ pub fn layer_coop_learned(eevdf: &[Run]) {
         "after a restart BPF did not get {NAME} from the procdb:\n{}",
         sched.output()
     );
-    let (r, d) = measured(Work::OmpPassive);
-    show("restart", Work::OmpPassive, &r, &d, &eevdf[1]);
+    let (r, d) = measured(Work::Yield);
+    show("restart", Work::Yield, &r, &d, &eevdf[2]);
     total.preempts += d.preempts;
     assert!(
         d.grants > 0 && d.dispatches > 0,

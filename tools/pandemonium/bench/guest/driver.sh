@@ -472,14 +472,13 @@ oversub_part() { # PART COMMAND...
     echo "oversub-end $part"
     echo "oversub-state $part $(sx_state)"
 }
-# --coop-learn learns coopbench from its behaviour first: unmeasured passive pairs until the
+# --coop-learn learns coopbench from its behaviour first: unmeasured yield pairs until the
 # scheduler logs that BPF has the name (learned now, or from the procdb of an earlier run; at
 # most 6), so the parts measure the learned recognition.
 oversub_learn() {
     local i=0
     while [ $i -lt 6 ] && ! grep -q 'coop-learn: recognising "coopbench"' "$R/raw/$tag.sched.log"; do
-        oversub_part learn env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=passive coopbench omp $1 48 \
-            > /dev/null
+        oversub_part learn coopbench yield $1 48 $N > /dev/null
         i=$((i + 1)); sleep 1
     done
     echo "oversub-learned $i $(grep -c 'coop-learn: recognising "coopbench"' "$R/raw/$tag.sched.log")"
