@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `--coop-learn`: the daemon's half of recognising a cooperative group by behaviour (issue #34;
 //! BPF's half is src/bpf/coop_learn.bpf.h). Once a second it reads each process's counters
-//! (`coop_procs`: mate events, i.e. wakeups between its own threads and sched_yield()s, and
-//! crowded enqueues, i.e. its threads finding no idle CPU) and judges the second:
+//! (`coop_procs`: mate events, i.e. wakeups between its own threads and sched_yield()s of its
+//! BATCH threads, and crowded enqueues, i.e. its threads finding no idle CPU) and judges the
+//! second:
 //! - a process showed cooperation when both grew by at least [`MIN_MATES`] and [`MIN_CROWDED`];
 //!   the procdb then counts one for its name, and learns the name after
 //!   [`crate::procdb::COOP_STREAK`] such seconds;
@@ -17,9 +18,9 @@ use std::collections::{HashMap, HashSet};
 
 use crate::bpf_intf::{CommKey, CoopProc};
 
-/// Mate events in a second from which a process waits on its own threads. A libgomp team with
-/// passive waits makes one per thread per barrier (thousands a second); a thread's own start and
-/// a thread pool's occasional job hand-off make a few.
+/// Mate events in a second from which a process waits on its own threads. A spin-yield team
+/// makes thousands a second, a libgomp team with passive waits one per thread per barrier; a
+/// thread pool's occasional job hand-off makes a few.
 pub const MIN_MATES: u64 = 64;
 /// Crowded enqueues in the same second: its threads wanted more CPUs than they found idle.
 pub const MIN_CROWDED: u64 = 8;

@@ -71,12 +71,13 @@ struct Cli {
     coop: Vec<String>,
 
     /// Recognise cooperative groups by behaviour and learn their names in the process database:
-    /// a process whose threads wake each other or sched_yield() while they find no idle CPU.
-    /// After 2 such seconds its name is learned (and kept across restarts); a process of a
-    /// learned name then runs as with --coop once its own threads show that behaviour, and
+    /// a process whose CPU-bound threads wake each other or sched_yield() while they find no
+    /// idle CPU. After 2 such seconds its name is learned (and kept across restarts); a process
+    /// of a learned name then runs as with --coop once its own threads show that behaviour, and
     /// loses it 2 s after they stop. A name alone buys nothing. Needs the adaptive loop (the
-    /// database). Off by default: OpenMP's active waits show no such behaviour, and its cost
-    /// beside interactive work is not measured yet (README, "Cooperative groups").
+    /// database). Off by default: OpenMP's active and short passive waits show no such
+    /// behaviour, and what it costs other multi-threaded programs is not measured enough yet
+    /// (README, "Recognised by behaviour").
     #[arg(long = "coop-learn", conflicts_with = "no_adaptive")]
     coop_learn: bool,
 
