@@ -406,6 +406,27 @@ mod tests {
     }
 
     #[test]
+    fn coop_learn_is_off_unless_given_and_needs_the_adaptive_loop() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("scx_pandemonium").chain(args.iter().copied()))
+        };
+        assert!(!parse(&[]).unwrap().coop_learn);
+        let cli = parse(&["--coop-learn", "--coop", "omp"]).unwrap();
+        assert!(cli.coop_learn && cli.coop == ["omp"]);
+        for other in [&["--no-adaptive"][..], &["--monitor", "1"]] {
+            let args: Vec<&str> = std::iter::once("--coop-learn")
+                .chain(other.iter().copied())
+                .collect();
+            let err = parse(&args).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::ArgumentConflict,
+                "{args:?}"
+            );
+        }
+    }
+
+    #[test]
     fn help_lists_the_modes() {
         let help = Cli::command().render_long_help().to_string();
         assert!(help.contains("-m, --mode <MODE>"), "{help}");
