@@ -5,8 +5,11 @@
 
 use crate::autogroup::{self, Reading, Reaper};
 use crate::autopower::{self, Watcher};
-use crate::bpf_intf::CgCtx;
+use crate::bpf_intf::{CgCtx, CommKey};
 use crate::cgroup_stats::{CgroupShares, PathCache};
+use crate::compositor;
+use crate::coop;
+use crate::coop_learn::{self, NameMirror, Tracker, Verdict};
 use crate::cpustat::{self, CpuTimes};
 use crate::games::{self, Boost};
 use crate::procdb::{self, Migration, Observation, ProcDb, SaveReport, WarmMirror};
@@ -42,6 +45,15 @@ pub struct Controller {
     games: Option<(games::Watcher, Boost)>,
     /// `--autopower` only: the system's power profile, read on its own thread.
     power: Option<Watcher>,
+    /// `--coop-learn` only.
+    coop: Option<CoopLearning>,
+}
+
+/// `--coop-learn`'s state in the loop (src/coop_learn.rs).
+struct CoopLearning {
+    tracker: Tracker,
+    names: NameMirror,
+    forced: Vec<CommKey>,
 }
 
 impl Controller {
@@ -76,7 +88,18 @@ impl Controller {
             autogroups: Reaper::default(),
             games: mode.preset().boost_games.then(spawn_game_scan).flatten(),
             power: None,
+            coop: None,
         }
+    }
+
+    /// `--coop-learn`: from the next tick on, cooperation is recognised and learned; `forced`
+    /// are the `--coop` names, which keep their own entries in BPF's map.
+    pub fn learn_coop(&mut self, forced: &[String]) {
+        self.coop = Some(CoopLearning {
+            tracker: Tracker::default(),
+            names: NameMirror::default(),
+            forced: forced.iter().map(|n| compositor::comm_key(n)).collect(),
+        });
     }
 
     /// `--autopower`: from the next tick on, the mode follows the power profile `w` reads.
@@ -100,6 +123,10 @@ impl Controller {
         self.prev_at = Instant::now();
         self.heartbeat = heartbeat;
         self.warm.reset();
+        if let Some(c) = &mut self.coop {
+            c.names.reset();
+            c.tracker = Tracker::default();
+        }
         self.cgroups.reset();
         self.autogroups.reset();
         if let Some((_, boost)) = &mut self.games {
@@ -246,6 +273,9 @@ impl Controller {
                 db.observe(&o);
             }
         }
+        if let Some(c) = &mut self.coop {
+            learn_coop(c, db, sched)?;
+        }
         let delta = self.warm.delta(&db.confident());
         if !delta.is_empty() {
             if let Err(e) = sched.write_warm(&delta) {
@@ -288,6 +318,65 @@ impl Controller {
             }
         }
     }
+}
+
+/// One second of `--coop-learn`: verdicts into the procdb, withdrawals into BPF, and the learned
+/// names into BPF's `coop_comms`.
+fn learn_coop(c: &mut CoopLearning, db: &mut ProcDb, sched: &Scheduler) -> Result<()> {
+    // A name counts once a second, however many of its processes showed the behaviour: the
+    // streak is of seconds, and one second can be start-up alone.
+    let mut showed: Vec<(CommKey, u32)> = Vec::new();
+    for v in c.tracker.window(&sched.read_coop_procs()?) {
+        match v {
+            Verdict::Showed(tgid) => {
+                if let Some(k) = coop_learn::comm_of(tgid)
+                    && !showed.iter().any(|(s, _)| *s == k)
+                {
+                    showed.push((k, tgid));
+                }
+            }
+            Verdict::Withdraw(tgid) => {
+                sched.forget_coop_proc(tgid);
+                // Gone from /proc: it exited, which says nothing against its name.
+                if let Some(k) = coop_learn::comm_of(tgid) {
+                    db.observe_coop(&k.comm, false);
+                    info!(
+                        "coop-learn: pid {tgid} ({:?}) stopped waiting on its threads; \
+                         treatment withdrawn, name unlearned",
+                        name_of(&k)
+                    );
+                }
+            }
+        }
+    }
+    for (k, tgid) in showed {
+        let was = db.get(&k.comm).is_some_and(|p| p.coop);
+        db.observe_coop(&k.comm, true);
+        if !was && db.get(&k.comm).is_some_and(|p| p.coop) {
+            info!(
+                "coop-learn: learned {:?} (pid {tgid}) as a cooperative group",
+                name_of(&k)
+            );
+        }
+    }
+    let room = coop::MAP_ENTRIES.saturating_sub(c.forced.len());
+    let d = c.names.delta(&db.coop_names(), &c.forced, room);
+    if !d.is_empty() {
+        sched.write_coop_learned(&d)?;
+        c.names.applied(&d);
+        for k in &d.put {
+            info!("coop-learn: recognising {:?} by behaviour", name_of(k));
+        }
+        for k in &d.remove {
+            info!("coop-learn: no longer recognising {:?}", name_of(k));
+        }
+    }
+    Ok(())
+}
+
+fn name_of(k: &CommKey) -> String {
+    let end = k.comm.iter().position(|&b| b == 0).unwrap_or(k.comm.len());
+    String::from_utf8_lossy(&k.comm[..end]).into_owned()
 }
 
 /// The game scan's thread; without it gaming mode runs on, without boosting games.

@@ -27,6 +27,7 @@ pub type AffinityRow = c::affinity_row;
 pub type CommKey = c::comm_key;
 pub type TaskClassEntry = c::task_class_entry;
 pub type CgCtx = c::cg_ctx;
+pub type CoopProc = c::coop_proc;
 
 pub const MAX_CPUS: usize = c::pandemonium_consts_MAX_CPUS as usize;
 pub const MAX_AFFINITY_CANDIDATES: usize = c::pandemonium_consts_MAX_AFFINITY_CANDIDATES as usize;
@@ -41,6 +42,9 @@ pub const BATCH_DSQ_BASE: u64 = c::pandemonium_dsq_BATCH_DSQ_BASE as u64;
 pub const COOP_QUANTUM_NS: u64 = c::coop_consts_COOP_QUANTUM_NS as u64;
 /// An autogroup's pseudo-group key in `cg_ctxs` has this bit set (src/bpf/autogroup.bpf.h).
 pub const AUTOGROUP_KEY_SHIFT: u32 = c::autogroup_consts_AUTOGROUP_KEY_SHIFT;
+/// `coop_comms` values: a `--coop` name, and a name the procdb learned (src/coop_learn.rs).
+pub const COOP_FORCED: u8 = c::coop_consts_COOP_FORCED as u8;
+pub const COOP_LEARNED: u8 = c::coop_consts_COOP_LEARNED as u8;
 /// The CoDel oscillator's fixed constants (`enum codel_consts`); see src/codel.rs.
 pub const CODEL_MAX_IMPULSES: u64 = c::codel_consts_CODEL_MAX_IMPULSES as u64;
 pub const CODEL_KICK_SHIFT: u32 = c::codel_consts_CODEL_KICK_SHIFT;
@@ -133,6 +137,7 @@ plain_data!(
     CommKey,
     TaskClassEntry,
     CgCtx,
+    CoopProc,
 );
 
 /// All zeros, except [`AffinityRow`] below.
@@ -152,7 +157,8 @@ zero_default!(
     Hist,
     CommKey,
     TaskClassEntry,
-    CgCtx
+    CgCtx,
+    CoopProc
 );
 
 /// An empty rank row: no candidate in any slot.

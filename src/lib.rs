@@ -14,6 +14,7 @@ pub mod cli;
 pub mod codel;
 pub mod compositor;
 pub mod coop;
+pub mod coop_learn;
 pub mod cpustat;
 #[cfg(test)]
 mod fuzz;

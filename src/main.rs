@@ -70,6 +70,17 @@ struct Cli {
     #[arg(long = "coop", value_name = "COMM", value_parser = coop::parse_name)]
     coop: Vec<String>,
 
+    /// Recognise cooperative groups by behaviour and learn their names in the process database:
+    /// a process whose CPU-bound threads wake each other or sched_yield() while they find no
+    /// idle CPU. After 2 such seconds its name is learned (and kept across restarts); a process
+    /// of a learned name then runs as with --coop once its own threads show that behaviour, and
+    /// loses it 2 s after they stop. A name alone buys nothing. Needs the adaptive loop (the
+    /// database). Off by default: OpenMP's active and short passive waits show no such
+    /// behaviour, and what it costs other multi-threaded programs is not measured enough yet
+    /// (README, "Recognised by behaviour").
+    #[arg(long = "coop-learn", conflicts_with = "no_adaptive")]
+    coop_learn: bool,
+
     /// Print one line of telemetry per second, and debug messages.
     #[arg(short, long)]
     verbose: bool,
@@ -82,7 +93,7 @@ struct Cli {
     /// Do not load a scheduler: print the statistics of the scx_pandemonium already running,
     /// every SECS seconds, until Ctrl-C.
     #[arg(long, value_name = "SECS", value_parser = stats::parse_interval,
-          conflicts_with_all = ["stats", "no_adaptive", "mode", "autopower", "compositors", "coop",
+          conflicts_with_all = ["stats", "no_adaptive", "mode", "autopower", "compositors", "coop", "coop_learn",
                                 "verbose", "debug", "exit_dump_len", "relaxed_maps",
                                 "pin_root_path", "kconfig", "btf_custom_path", "bpf_token_path"])]
     monitor: Option<f64>,
@@ -209,6 +220,7 @@ fn run(cli: &Cli, open_opts: Option<bpf_object_open_opts>) -> Result<()> {
         mode: cli.mode,
         compositors: cli.compositors.clone(),
         coop: coop::unique(&cli.coop),
+        coop_learn: cli.coop_learn,
         exit_dump_len: cli.exit_dump_len,
         open_opts,
         trace_slow: cli.debug,
@@ -229,6 +241,10 @@ fn run(cli: &Cli, open_opts: Option<bpf_object_open_opts>) -> Result<()> {
         info!("{line}");
     }
     let mut ctl = Controller::new(!cli.no_adaptive, cli.verbose, cli.mode);
+    if cli.coop_learn {
+        info!("{}", coop::LEARN_LINE);
+        ctl.learn_coop(&coop::unique(&cli.coop));
+    }
     if cli.autopower {
         ctl.follow_power(autopower::Watcher::spawn()?);
         info!(
@@ -387,6 +403,27 @@ mod tests {
         assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
         let err = parse(&["--monitor", "1", "--coop", "x"]).unwrap_err();
         assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict);
+    }
+
+    #[test]
+    fn coop_learn_is_off_unless_given_and_needs_the_adaptive_loop() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("scx_pandemonium").chain(args.iter().copied()))
+        };
+        assert!(!parse(&[]).unwrap().coop_learn);
+        let cli = parse(&["--coop-learn", "--coop", "omp"]).unwrap();
+        assert!(cli.coop_learn && cli.coop == ["omp"]);
+        for other in [&["--no-adaptive"][..], &["--monitor", "1"]] {
+            let args: Vec<&str> = std::iter::once("--coop-learn")
+                .chain(other.iter().copied())
+                .collect();
+            let err = parse(&args).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::ArgumentConflict,
+                "{args:?}"
+            );
+        }
     }
 
     #[test]

@@ -4,12 +4,14 @@
 
 use crate::autogroup;
 use crate::bpf_intf::{
-    AffinityRow, CgCtx, CommKey, Hist, Stats, TaskClassEntry, TopoParams, TuningKnobs,
+    AffinityRow, COOP_FORCED, COOP_LEARNED, CgCtx, CommKey, CoopProc, Hist, Stats, TaskClassEntry,
+    TopoParams, TuningKnobs,
 };
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::cgroup_support::CgroupSupport;
 use crate::codel::Oscillator;
 use crate::compositor;
+use crate::coop_learn::NameDelta;
 use crate::games::{GameMap, InsertError};
 use crate::layout::Layout;
 use crate::preflight;
@@ -42,6 +44,9 @@ pub struct Options {
     pub compositors: Vec<String>,
     /// `--coop` names, each once; empty: the feature is left out of the verified programs.
     pub coop: Vec<String>,
+    /// `--coop-learn`: BPF counts each process's cooperation and the procdb learns the names
+    /// (src/coop_learn.rs); with `coop` empty too, the feature is left out.
+    pub coop_learn: bool,
     /// Bytes of the kernel's debug dump kept when the scheduler exits on an error; 0 is the
     /// kernel's default.
     pub exit_dump_len: u32,
@@ -96,7 +101,8 @@ impl<'obj> Scheduler<'obj> {
         }
         rodata.hybrid_ro = u8::from(layout.hybrid);
         rodata.trace_slow_ro = u8::from(opts.trace_slow);
-        rodata.coop_on_ro = u8::from(!opts.coop.is_empty());
+        rodata.coop_on_ro = u8::from(!opts.coop.is_empty() || opts.coop_learn);
+        rodata.coop_learn_ro = u8::from(opts.coop_learn);
         for (slot, size) in rodata.cpu_size_ro.iter_mut().zip(&layout.cpu_size) {
             *slot = *size;
         }
@@ -104,7 +110,7 @@ impl<'obj> Scheduler<'obj> {
         // Its only work is --coop's: without it, no tracepoint runs on every exec.
         skel.progs
             .pandemonium_exec
-            .set_autoload(!opts.coop.is_empty());
+            .set_autoload(!opts.coop.is_empty() || opts.coop_learn);
 
         let started = Instant::now();
         info!(
@@ -188,7 +194,7 @@ impl<'obj> Scheduler<'obj> {
             update(
                 &self.skel.maps.coop_comms,
                 &compositor::comm_key(name),
-                &1u8,
+                &COOP_FORCED,
             )
             .with_context(|| format!("adding --coop {name:?}"))?;
         }
@@ -308,6 +314,39 @@ impl<'obj> Scheduler<'obj> {
             // SAFETY: a plain aligned u32 in the BPF-mapped bss, which only the daemon writes.
             unsafe { std::ptr::write_volatile(&mut b.autogroup_on, u32::from(on)) };
         }
+    }
+
+    /// `--coop-learn`: each process's evidence of cooperation, by tgid.
+    pub fn read_coop_procs(&self) -> Result<Vec<(u32, CoopProc)>> {
+        let map = &self.skel.maps.coop_procs;
+        let mut out = Vec::new();
+        for key in map.keys() {
+            if let Some(v) = map.lookup(&key, MapFlags::ANY)?
+                && let (Some(k), Some(e)) = (from_bytes::<u32>(&key), from_bytes::<CoopProc>(&v))
+            {
+                out.push((k, e));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Withdraws the treatment from a process: its threads drop it at their next identity
+    /// check, and it has to show its behaviour again to get it back.
+    pub fn forget_coop_proc(&self, tgid: u32) {
+        // Already gone (the LRU dropped it) is the wanted state.
+        let _ = self.skel.maps.coop_procs.delete(bytes_of(&tgid));
+    }
+
+    /// Brings the learned names in `coop_comms` to `d` (src/coop_learn.rs's mirror).
+    pub fn write_coop_learned(&self, d: &NameDelta) -> Result<()> {
+        let map = &self.skel.maps.coop_comms;
+        for k in &d.remove {
+            let _ = map.delete(bytes_of(k));
+        }
+        for k in &d.put {
+            update(map, k, &COOP_LEARNED)?;
+        }
+        Ok(())
     }
 
     /// Applies `d` to the warm-start map (see [`crate::procdb::WarmMirror`]).

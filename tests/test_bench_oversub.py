@@ -42,3 +42,12 @@ def test_the_coop_scheduler_is_ours_and_the_old_probe_phase_is_hogs():
     assert not P.is_external(P.PANDEMONIUM_COOP)
     assert "hogs" in P.PHASES and "oversub" in P.SCALE_EXTRA_PHASES
     assert P.Sizes().guest_env()["BENCH_COOP_REGIONS"] == "600"
+
+
+def test_the_learning_scheduler_is_ours_and_its_warm_up_is_no_figure():
+    assert not P.is_external(P.PANDEMONIUM_LEARN)
+    # The driver's warm-up pairs print no section of their own: only the three parts count.
+    out = "oversub-learned 2 1\n" + OUT
+    assert set(figures(out)) == {"oversub-active", "oversub-passive", "oversub-yield"}
+    assert figures(out)["oversub-active"]["value"] == 1.02
+

@@ -97,6 +97,22 @@ static __always_inline void read_comm(const struct task_struct *p, struct comm_k
 	bpf_probe_read_kernel_str(key->comm, sizeof(key->comm), p->comm);
 }
 
+/* The comm of @p's process leader, where --coop and the procdb name a program. */
+static __always_inline void leader_comm(const struct task_struct *p, struct comm_key *key)
+{
+	__builtin_memset(key, 0, sizeof(*key));
+	bpf_probe_read_kernel_str(key->comm, sizeof(key->comm), p->group_leader->comm);
+}
+
+/* --coop-learn: @p's process proved itself (coop_learn.bpf.h). */
+static __always_inline bool coop_granted(const struct task_struct *p)
+{
+	u32 tgid = p->tgid;
+	struct coop_proc *e = bpf_map_lookup_elem(&coop_procs, &tgid);
+
+	return e && e->granted;
+}
+
 /* Flags that do not depend on behavior. comm changes on exec, so callers re-check now and then. */
 static __always_inline void refresh_identity(const struct task_struct *p, struct task_ctx *tctx)
 {
@@ -120,9 +136,12 @@ static __always_inline void refresh_identity(const struct task_struct *p, struct
 	 * a runtime may rename its workers (pthread_setname_np), and the group is the process.
 	 */
 	if (coop_on_ro) {
-		__builtin_memset(&key, 0, sizeof(key));
-		bpf_probe_read_kernel_str(key.comm, sizeof(key.comm), p->group_leader->comm);
-		if (bpf_map_lookup_elem(&coop_comms, &key))
+		u8 *v;
+
+		leader_comm(p, &key);
+		v = bpf_map_lookup_elem(&coop_comms, &key);
+		/* A learned name is no group until its process shows it (coop_learn.bpf.h). */
+		if (v && (*v == COOP_FORCED || (coop_learn_ro && coop_granted(p))))
 			flags |= TF_COOP;
 	}
 	tctx->flags = flags;

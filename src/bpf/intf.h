@@ -56,6 +56,28 @@ enum pandemonium_dsq {
  */
 enum coop_consts {
 	COOP_QUANTUM_NS = 20000000,
+	/* coop_comms values: a --coop name, and a name the procdb learned (src/coop_learn.rs). */
+	COOP_FORCED = 1,
+	COOP_LEARNED = 2,
+	/* A thread's mate events between two writes into its process's struct coop_proc. */
+	COOP_FLUSH = 16,
+	/*
+	 * A learned name's process gets the treatment once its own threads showed this many mate
+	 * events (two flushes: one is any thread's startup) while one of them found no idle CPU.
+	 */
+	COOP_PROOF = 32,
+};
+
+/*
+ * --coop-learn: one process's evidence of cooperation (coop_procs, keyed by tgid), written by its
+ * threads every COOP_FLUSH mate events (coop_learn.bpf.h). The daemon reads the counters once a
+ * second (src/coop_learn.rs) and deletes an entry to withdraw the treatment.
+ */
+struct coop_proc {
+	u64 mates;   /* wakeups of a thread by a thread of the same process, and sched_yield()s */
+	u64 crowded; /* enqueues of its threads that found no idle CPU */
+	u32 granted; /* BPF set it: a learned name that showed its behaviour; its threads are TF_COOP */
+	u32 _pad0;
 };
 
 enum pandemonium_tier {
@@ -219,6 +241,7 @@ struct pandemonium_stats {
 	u64 nr_coop_fillers;
 	u64 nr_coop_yield_handoffs;
 	u64 nr_coop_mate_preempts;
+	u64 nr_coop_grants; /* --coop-learn: processes of a learned name given the treatment */
 	u64 l2_hit[NR_TIERS];
 	u64 l2_miss[NR_TIERS];
 	u64 wake_lat_sum_ns;

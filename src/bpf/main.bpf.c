@@ -10,6 +10,7 @@
 #include "weight.bpf.h"
 #include "autogroup.bpf.h"
 #include "classify.bpf.h"
+#include "coop_learn.bpf.h"
 #include "placement.bpf.h"
 #include "bandwidth.bpf.h"
 #include "codel.bpf.h"
@@ -123,6 +124,8 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 	/* A group over its cpu.max quota waits in enqueue(), not on a CPU found here. */
 	if (nr_bw_groups && bw_throttled_until(tctx->cgid, bpf_ktime_get_ns()))
 		return prev_cpu;
+	if (coop_learn_ro)
+		coop_note_wake(p, tctx, wake_flags);
 	if (coop_on_ro && (tctx->flags & TF_COOP))
 		return coop_select(p, tctx, prev_cpu, wake_flags);
 
@@ -256,6 +259,9 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 		STAT_INC(nr_soft_kicks);
 		return;
 	}
+	/* No idle CPU for it: its process, if a team, has more runnable threads than CPUs. */
+	if (coop_learn_ro)
+		tctx->coop_crowd++;
 	if (coop_on_ro && (tctx->flags & TF_COOP)) {
 		coop_enqueue(p, tctx, cpu, slice, enq_flags);
 		return;
@@ -573,8 +579,13 @@ void BPF_STRUCT_OPS(pandemonium_tick, struct task_struct *p)
  */
 bool BPF_STRUCT_OPS(pandemonium_yield, struct task_struct *from, struct task_struct *to)
 {
+	struct task_ctx *tctx;
+
 	if (to)
 		return false;
+	/* A run that ends in a yield waits on a mate (a spin-yield barrier): evidence. */
+	if (coop_learn_ro && (tctx = task_ctx(from)))
+		coop_note_mate(from, tctx);
 	if (coop_on_ro && coop_yield(from))
 		return false;
 	yield_cpu(from);
@@ -584,7 +595,7 @@ bool BPF_STRUCT_OPS(pandemonium_yield, struct task_struct *from, struct task_str
 /*
  * --coop names a program, and a program's name is its comm from exec on: a shell's child that
  * execs the named program is in the group from its first run, not from the next periodic
- * refresh_identity() in note_stop(). Loaded only with --coop (src/scheduler.rs).
+ * refresh_identity() in note_stop(). Loaded only with --coop or --coop-learn (src/scheduler.rs).
  */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(pandemonium_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)

@@ -33,6 +33,12 @@ const volatile u8 trace_slow_ro;
  * programs verify and run as without the feature.
  */
 const volatile u8 coop_on_ro;
+/*
+ * --coop-learn (coop_learn.bpf.h): count each process's mate wakeups, yields and crowded
+ * enqueues, and give a learned name's process the treatment once it shows them. Implies
+ * coop_on_ro. Off (0), the counting is dropped by the verifier.
+ */
+const volatile u8 coop_learn_ro;
 
 /*
  * A u32-indexed array map, the kind the daemon reads and writes through the skeleton: one slot
@@ -71,13 +77,25 @@ struct {
 	__type(value, u8);
 } game_tgids SEC(".maps");
 
-/* comm -> 1: --coop names; a process whose leader has one is a cooperative group (coop.bpf.h). */
+/*
+ * comm -> COOP_FORCED: --coop names; a process whose leader has one is a cooperative group
+ * (coop.bpf.h). comm -> COOP_LEARNED: a name the procdb learned (--coop-learn); its process is a
+ * group only once it shows the behaviour itself (coop_learn.bpf.h).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 256);
 	__type(key, struct comm_key);
 	__type(value, u8);
 } coop_comms SEC(".maps");
+
+/* tgid -> its evidence (--coop-learn). LRU: a process that exits leaves its entry to age out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, u32);
+	__type(value, struct coop_proc);
+} coop_procs SEC(".maps");
 
 struct task_ctx {
 	u64 enqueue_at;    /* first DSQ insertion since it last ran, 0 once it runs (wait bound, latency) */
@@ -112,6 +130,8 @@ struct task_ctx {
 	u64 enq_dsq;       /* trace_slow_ro only: the DSQ of the last insertion */
 	u64 enq_flags;     /* trace_slow_ro only: that insertion's enqueue flags */
 	u64 coop_slice;    /* --coop: the slice its current run started with (coop.bpf.h) */
+	u32 coop_mates;    /* --coop-learn: mate wakeups and yields since its last flush */
+	u32 coop_crowd;    /* --coop-learn: enqueues that found no idle CPU since then */
 };
 
 struct {

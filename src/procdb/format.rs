@@ -10,16 +10,20 @@
 //!     24     n  payload: bincode (varint, little-endian) of `Vec<PersistedEntry>`, oldest first
 //! ```
 //!
+//! Version 1 (before `--coop-learn`) lacks the coop fields; it still loads (upgrade.rs), and the
+//! next save writes version 2.
+//!
 //! The header is checked field by field before the payload is decoded, so every way a file can be
 //! damaged (cut short, overwritten, from a newer build) maps to its own [`Corruption`].
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+use super::upgrade;
 use crate::bpf_intf::{COMM_LEN, NR_TIERS};
 
 pub const MAGIC: [u8; 8] = *b"PANDPDB\0";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 pub const HEADER_LEN: usize = 24;
 /// 4096 entries take ~200 KiB; anything past 16 MiB was not written by us.
 pub const MAX_PAYLOAD: u64 = 16 << 20;
@@ -35,6 +39,10 @@ pub struct PersistedEntry {
     pub confident: bool,
     pub last_samples: u32,
     pub last_runtime_ns: u64,
+    /// Version 2: seconds in a row the name's processes showed cooperation, and whether the
+    /// name is learned as a cooperative group's (`--coop-learn`).
+    pub coop_streak: u32,
+    pub coop: bool,
 }
 
 /// Why a file could not be used.
@@ -121,7 +129,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<PersistedEntry>, Corruption> {
     if version > FORMAT_VERSION {
         return Err(Corruption::FutureVersion(version));
     }
-    if version < FORMAT_VERSION {
+    if version < upgrade::OLDEST_VERSION {
         return Err(Corruption::UnsupportedVersion(version));
     }
     if bytes.len() < HEADER_LEN {
@@ -150,9 +158,12 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<PersistedEntry>, Corruption> {
     if computed != stored {
         return Err(Corruption::BadChecksum { stored, computed });
     }
-    let entries: Vec<PersistedEntry> = codec()
-        .deserialize(payload)
-        .map_err(|e| Corruption::Undecodable(e.to_string()))?;
+    let undecodable = |e: bincode::Error| Corruption::Undecodable(e.to_string());
+    let entries: Vec<PersistedEntry> = if version == FORMAT_VERSION {
+        codec().deserialize(payload).map_err(undecodable)?
+    } else {
+        upgrade::v1(codec().deserialize(payload).map_err(undecodable)?)
+    };
     for e in &entries {
         validate(e)?;
     }
@@ -192,6 +203,8 @@ mod tests {
             confident: true,
             last_samples: 64,
             last_runtime_ns: 120_000,
+            coop_streak: 2,
+            coop: true,
         }
     }
 
@@ -238,6 +251,9 @@ mod tests {
             decode(&future),
             Err(Corruption::FutureVersion(FORMAT_VERSION + 1))
         );
+        let mut zero = good.clone();
+        zero[8..12].copy_from_slice(&0u32.to_le_bytes());
+        assert_eq!(decode(&zero), Err(Corruption::UnsupportedVersion(0)));
         let mut zero = good.clone();
         zero[8..12].copy_from_slice(&0u32.to_le_bytes());
         assert_eq!(decode(&zero), Err(Corruption::UnsupportedVersion(0)));

@@ -26,18 +26,23 @@ fn entry() -> impl Strategy<Value = PersistedEntry> {
         0..NR_TIERS as u8,
         0.0..1e12f64,
         any::<(u32, u32, bool, u32, u64)>(),
+        any::<(u32, bool)>(),
     )
         .prop_filter("a comm has a byte", |(c, ..)| c.iter().any(|&b| b != 0))
         .prop_map(
-            |(comm, tier, rt, (streak, obs, confident, samples, last))| PersistedEntry {
-                comm,
-                tier,
-                runtime_ewma_ns: rt,
-                streak,
-                observations: obs,
-                confident,
-                last_samples: samples,
-                last_runtime_ns: last,
+            |(comm, tier, rt, (streak, obs, confident, samples, last), (coop_streak, coop))| {
+                PersistedEntry {
+                    comm,
+                    tier,
+                    runtime_ewma_ns: rt,
+                    streak,
+                    observations: obs,
+                    confident,
+                    last_samples: samples,
+                    last_runtime_ns: last,
+                    coop_streak,
+                    coop,
+                }
             },
         )
 }

@@ -19,6 +19,7 @@ mod migrate;
 mod paths;
 mod report;
 mod store;
+mod upgrade;
 mod warm;
 
 pub use warm::{WarmDelta, WarmMirror};
@@ -47,6 +48,9 @@ pub const CONFIDENT_STREAK: u32 = 5;
 pub const CONVERGE_FRAC: f64 = 0.15;
 /// EWMA weight of a new runtime observation.
 pub const EWMA_ALPHA: f64 = 0.25;
+/// Seconds in which a process of a name showed cooperation (src/coop_learn.rs) before the name
+/// is learned as a cooperative group's: one second can be a program's start-up alone.
+pub const COOP_STREAK: u32 = 2;
 /// How often [`ProcDb::save_if_due`] writes a changed database.
 pub const SAVE_PERIOD: Duration = Duration::from_secs(60);
 /// Runtimes are compared relative to at least this, so sub-microsecond EWMAs do not make every
@@ -98,6 +102,10 @@ struct Profile {
     confident: bool,
     last_samples: u32,
     last_runtime_ns: u64,
+    /// `--coop-learn`: seconds in a row a process of this name showed cooperation, and whether
+    /// the name is learned (a candidate only: BPF still wants the process's own proof).
+    coop_streak: u32,
+    coop: bool,
     /// Recency stamp; also this profile's key in `ProcDb::lru`.
     seen: u64,
 }
@@ -112,6 +120,8 @@ impl Profile {
             confident: false,
             last_samples: o.samples,
             last_runtime_ns: o.avg_runtime_ns,
+            coop_streak: 0,
+            coop: false,
             seen,
         }
     }
@@ -156,6 +166,7 @@ pub struct ProfileView {
     pub streak: u32,
     pub observations: u32,
     pub confident: bool,
+    pub coop: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -214,6 +225,7 @@ impl ProcDb {
             streak: p.streak,
             observations: p.observations,
             confident: p.confident,
+            coop: p.coop,
         })
     }
 
@@ -246,6 +258,55 @@ impl ProcDb {
         self.profiles.insert(o.comm, Profile::first(o, seen));
         self.lru.insert(seen, o.comm);
         self.dirty = true;
+    }
+
+    /// `--coop-learn`: one second's verdict on a process of this name: it showed cooperation,
+    /// or it held the treatment and stopped showing it (which unlearns the name at once: a
+    /// wrong name costs the others their CPU share, a missed one only a second of learning).
+    pub fn observe_coop(&mut self, comm: &[u8; COMM_LEN], showed: bool) {
+        if comm[0] == 0 {
+            return;
+        }
+        if !self.profiles.contains_key(comm) {
+            if !showed {
+                return;
+            }
+            // A tier is needed for the row; unconfident, it is never offered to BPF.
+            self.observe(&Observation {
+                comm: *comm,
+                tier: Tier::Batch,
+                avg_runtime_ns: 0,
+                samples: 0,
+            });
+        }
+        let seen = self.stamp();
+        let Some(p) = self.profiles.get_mut(comm) else {
+            return;
+        };
+        self.lru.remove(&p.seen);
+        self.lru.insert(seen, *comm);
+        p.seen = seen;
+        let (streak, coop) = if showed {
+            let s = p.coop_streak.saturating_add(1);
+            (s, p.coop || s >= COOP_STREAK)
+        } else {
+            (0, false)
+        };
+        if (streak, coop) != (p.coop_streak, p.coop) {
+            p.coop_streak = streak;
+            p.coop = coop;
+            self.dirty = true;
+        }
+    }
+
+    /// The names learned as cooperative groups', most recently seen first.
+    pub fn coop_names(&self) -> Vec<CommKey> {
+        self.lru
+            .values()
+            .rev()
+            .filter(|c| self.profiles[*c].coop)
+            .map(|c| CommKey { comm: *c })
+            .collect()
     }
 
     /// Feeds one snapshot of the map.
@@ -293,6 +354,8 @@ impl ProcDb {
                     confident: p.confident,
                     last_samples: p.last_samples,
                     last_runtime_ns: p.last_runtime_ns,
+                    coop_streak: p.coop_streak,
+                    coop: p.coop,
                 }
             })
             .collect()
@@ -316,6 +379,8 @@ impl ProcDb {
                 confident: e.confident,
                 last_samples: e.last_samples,
                 last_runtime_ns: e.last_runtime_ns,
+                coop_streak: e.coop_streak,
+                coop: e.coop,
                 seen,
             };
             // A name stored twice keeps its later, more recent copy.

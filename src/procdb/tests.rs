@@ -566,10 +566,10 @@ fn a_missing_or_set_aside_file_leaves_saves_free() {
     db.save(&path).unwrap();
 }
 
-/// `sample_db()` as the hand-written CRC-32 before crc32fast saved it: the format did not change,
-/// so the file still loads, and the same database still encodes to the same bytes.
+/// `sample_db()` as the hand-written CRC-32 before crc32fast saved it, in format version 1 (before
+/// `--coop-learn`): the file still loads, to the same database, which now saves as version 2.
 #[test]
-fn a_file_written_before_crc32fast_loads_and_matches_byte_for_byte() {
+fn a_version_1_file_written_before_crc32fast_still_loads() {
     const OLD: &[u8] = include_bytes!("../../tests/fixtures/procdb-v1.bin");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("procdb.bin");
@@ -578,5 +578,73 @@ fn a_file_written_before_crc32fast_loads_and_matches_byte_for_byte() {
     assert!(matches!(outcome, LoadOutcome::Loaded { .. }), "{outcome}");
     let db = sample_db();
     assert_eq!(back.to_persisted(), db.to_persisted());
-    assert_eq!(format::encode(&db.to_persisted()), OLD);
+    assert_eq!(&OLD[8..12], &1u32.to_le_bytes());
+    let now = format::encode(&db.to_persisted());
+    assert_eq!(&now[8..12], &FORMAT_VERSION.to_le_bytes());
+    assert_eq!(format::decode(&now), Ok(db.to_persisted()));
+}
+
+#[test]
+fn cooperation_is_learned_after_a_streak_and_unlearned_at_once() {
+    let mut db = ProcDb::default();
+    let omp = comm("omp_prog");
+    // A name never seen behaving is not added by a withdrawal.
+    db.observe_coop(&omp, false);
+    assert!(db.get(&omp).is_none());
+    db.observe_coop(&omp, true);
+    assert!(
+        !db.get(&omp).unwrap().coop,
+        "one second can be start-up alone"
+    );
+    assert!(db.coop_names().is_empty());
+    db.observe_coop(&omp, true);
+    assert!(db.get(&omp).unwrap().coop);
+    assert_eq!(db.coop_names(), [CommKey { comm: omp }]);
+    // Learned, but its tier is not confident: nothing is warm-started from the row.
+    assert!(db.confident().is_empty());
+    // A process of the name held the treatment and stopped showing the behaviour.
+    db.observe_coop(&omp, false);
+    assert!(!db.get(&omp).unwrap().coop);
+    assert!(db.coop_names().is_empty());
+}
+
+#[test]
+fn a_learned_tier_and_learned_cooperation_live_side_by_side() {
+    let mut db = ProcDb::default();
+    steady(&mut db, "solver", Tier::Batch, 9_000_000, 8);
+    db.observe_coop(&comm("solver"), true);
+    db.observe_coop(&comm("solver"), true);
+    let v = db.get(&comm("solver")).unwrap();
+    assert!(v.confident && v.coop && v.tier == Tier::Batch);
+    steady(&mut db, "solver", Tier::Batch, 9_000_000, 2);
+    assert!(
+        db.get(&comm("solver")).unwrap().coop,
+        "a tier update keeps it"
+    );
+}
+
+#[test]
+fn learned_cooperation_survives_a_save_and_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("procdb.bin");
+    let mut db = sample_db();
+    for _ in 0..COOP_STREAK {
+        db.observe_coop(&comm("omp_prog"), true);
+    }
+    db.observe_coop(&comm("half"), true);
+    db.save(&path).unwrap();
+    let (back, outcome) = ProcDb::load(&path, DEFAULT_CAPACITY);
+    assert!(matches!(outcome, LoadOutcome::Loaded { .. }), "{outcome}");
+    assert_eq!(
+        back.coop_names(),
+        [CommKey {
+            comm: comm("omp_prog")
+        }]
+    );
+    let mut back = back;
+    back.observe_coop(&comm("half"), true);
+    assert!(
+        back.get(&comm("half")).unwrap().coop,
+        "the streak was kept too"
+    );
 }

@@ -120,6 +120,10 @@ stats_struct! {
         nr_coop_mate_preempts: u64 =
             "--coop: preemptions of a group's thread by a thread of its own group (must stay 0)",
             _counter;
+        nr_coop_grants: u64 =
+            "--coop-learn: processes of a learned name that showed cooperation and joined the \
+             groups",
+            _counter;
         l2_hit: BTreeMap<String, u64> =
             "dispatches that stayed on the task's L2 cache domain, by tier", _counter;
         l2_miss: BTreeMap<String, u64> =
@@ -244,6 +248,7 @@ impl PandemoniumMetrics {
             nr_coop_fillers: st.nr_coop_fillers,
             nr_coop_yield_handoffs: st.nr_coop_yield_handoffs,
             nr_coop_mate_preempts: st.nr_coop_mate_preempts,
+            nr_coop_grants: st.nr_coop_grants,
             l2_hit: by_tier(|t| Some(st.l2_hit[t])),
             l2_miss: by_tier(|t| Some(st.l2_miss[t])),
             wake_lat_sum_ns: st.wake_lat_sum_ns,

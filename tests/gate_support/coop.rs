@@ -6,7 +6,8 @@
 //! breaks: a spinner holds a CPU while the thread it waits for is queued) and passive, and with
 //! coopbench's sched_yield() barrier. Asserted: the group is recognised (its threads are
 //! dispatched from the coop queues), no thread of a group preempts a mate, and the active wait
-//! finishes sooner than under EEVDF. The other figures are printed.
+//! finishes sooner than under EEVDF. The other figures are printed. Then the same group,
+//! recognised from behaviour with `--coop-learn` (coop_learned.rs).
 
 use super::*;
 
@@ -187,6 +188,7 @@ pub fn layer_coop() {
         ours[0].makespan(),
         eevdf[0].makespan()
     );
+    super::coop_learned::layer_coop_learned(&eevdf);
 }
 
 #[cfg(test)]

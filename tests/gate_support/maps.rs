@@ -6,7 +6,7 @@ use bytemuck::{Pod, bytes_of, try_pod_read_unaligned};
 use libbpf_rs::query::MapInfoIter;
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use scx_pandemonium::bpf_intf::{
-    AffinityRow, CommKey, Stats, TaskClassEntry, TopoParams, TuningKnobs,
+    AffinityRow, CommKey, CoopProc, Stats, TaskClassEntry, TopoParams, TuningKnobs,
 };
 use std::collections::HashMap;
 
@@ -29,7 +29,20 @@ pub fn read_warm() -> HashMap<String, TaskClassEntry> {
     read_comm_map("procdb_warm")
 }
 
-fn read_comm_map(name: &str) -> HashMap<String, TaskClassEntry> {
+/// `coop_comms`: each name's COOP_FORCED (--coop) or COOP_LEARNED (the procdb) value.
+pub fn read_coop_comms() -> HashMap<String, u8> {
+    read_comm_map("coop_comms")
+}
+
+/// `coop_procs[tgid]`: a process's evidence of cooperation (--coop-learn), if it has any.
+pub fn read_coop_proc(tgid: u32) -> Option<CoopProc> {
+    let v = find_map("coop_procs")
+        .lookup(bytes_of(&tgid), MapFlags::ANY)
+        .expect("lookup coop_procs")?;
+    Some(try_pod_read_unaligned(&v).expect("coop_procs: value of unexpected size"))
+}
+
+fn read_comm_map<V: Pod>(name: &str) -> HashMap<String, V> {
     let map = find_map(name);
     let mut out = HashMap::new();
     for key in map.keys() {
@@ -38,7 +51,7 @@ fn read_comm_map(name: &str) -> HashMap<String, TaskClassEntry> {
         };
         let (Ok(k), Ok(v)) = (
             try_pod_read_unaligned::<CommKey>(&key),
-            try_pod_read_unaligned::<TaskClassEntry>(&value),
+            try_pod_read_unaligned::<V>(&value),
         ) else {
             panic!("{name} entry of unexpected size");
         };

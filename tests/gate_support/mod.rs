@@ -7,6 +7,7 @@ pub mod admin;
 pub mod cgroup;
 pub mod cgroup_share;
 pub mod coop;
+pub mod coop_learned;
 pub mod cputime;
 pub mod emulator;
 pub mod faults;

@@ -46,7 +46,8 @@ class Command:
 COMMANDS = [
     Command("bench-scale", "latency/throughput suite vs EEVDF across core counts (issue #7)",
             P.SCALE_PHASES, [P.PANDEMONIUM, P.PANDEMONIUM_BPF], cores="2,4",
-            more_phases=tuple(P.SCALE_EXTRA_PHASES), more_schedulers=(P.PANDEMONIUM_GAMING, P.PANDEMONIUM_COOP)),
+            more_phases=tuple(P.SCALE_EXTRA_PHASES),
+            more_schedulers=(P.PANDEMONIUM_GAMING, P.PANDEMONIUM_COOP, P.PANDEMONIUM_LEARN)),
     Command("bench-contention", "probe P99 under 6 contention shapes, incl. storm and recovery",
             ["latency", "hogs", "burst", "recovery", "longrun", "mixed"],
             [P.PANDEMONIUM, P.PANDEMONIUM_BPF]),

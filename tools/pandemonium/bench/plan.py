@@ -13,7 +13,9 @@ PANDEMONIUM_BPF = "pandemonium-bpf"
 PANDEMONIUM_GAMING = "pandemonium-gaming"  # -m gaming: boosts a game Steam launched (src/games/)
 # --coop coopbench: the oversub phase's workload runs as cooperative groups (issue #34).
 PANDEMONIUM_COOP = "pandemonium-coop"
-OURS = (PANDEMONIUM, PANDEMONIUM_BPF, PANDEMONIUM_GAMING, PANDEMONIUM_COOP)
+# --coop-learn: the same groups recognised from behaviour, the name learned in the procdb first.
+PANDEMONIUM_LEARN = "pandemonium-learn"
+OURS = (PANDEMONIUM, PANDEMONIUM_BPF, PANDEMONIUM_GAMING, PANDEMONIUM_COOP, PANDEMONIUM_LEARN)
 # Every other scheduler in a plan is an external one (anchors.py): a known anchor
 # (bpfland, lavd, upstream) or "ext:<basename>" for a binary given by path.
 

@@ -16,7 +16,7 @@
 #   BENCH_BESIDE_D  seconds the frames and audio phases measure beside the build load
 #   BENCH_COOP_REGIONS  parallel regions per coopbench process (the oversub phase)
 #   BENCH_EXTERNALS "LABEL=/path/to/binary ARGS;LABEL=..." the external schedulers (any SCHED
-#                   other than eevdf and pandemonium, pandemonium-bpf, -gaming, -coop);
+#                   other than eevdf and pandemonium, pandemonium-bpf, -gaming, -coop, -learn);
 #                   arguments have no blanks
 #   BENCH_SCHED_ARGS  extra scx_pandemonium arguments (bench-sys: -v)
 #   BENCH_ATTACH_S, BENCH_STOP_S   attach / detach timeouts
@@ -124,6 +124,7 @@ sched_cmd() {
         pandemonium-bpf) echo "scx_pandemonium --no-adaptive $BENCH_SCHED_ARGS" ;;
         pandemonium-gaming) echo "scx_pandemonium -m gaming $BENCH_SCHED_ARGS" ;;
         pandemonium-coop) echo "scx_pandemonium --coop coopbench $BENCH_SCHED_ARGS" ;;
+        pandemonium-learn) echo "scx_pandemonium --coop-learn $BENCH_SCHED_ARGS" ;;
         *) ext_cmd "$1" ;;
     esac
 }
@@ -471,8 +472,20 @@ oversub_part() { # PART COMMAND...
     echo "oversub-end $part"
     echo "oversub-state $part $(sx_state)"
 }
+# --coop-learn learns coopbench from its behaviour first: unmeasured yield pairs until the
+# scheduler logs that BPF has the name (learned now, or from the procdb of an earlier run; at
+# most 6), so the parts measure the learned recognition.
+oversub_learn() {
+    local i=0
+    while [ $i -lt 6 ] && ! grep -q 'coop-learn: recognising "coopbench"' "$R/raw/$tag.sched.log"; do
+        oversub_part learn coopbench yield $1 48 $N > /dev/null
+        i=$((i + 1)); sleep 1
+    done
+    echo "oversub-learned $i $(grep -c 'coop-learn: recognising "coopbench"' "$R/raw/$tag.sched.log")"
+}
 phase_oversub() {
     local r=$BENCH_COOP_REGIONS
+    [ "$sched" = pandemonium-learn ] && oversub_learn "$r"
     oversub_part omp-active env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=active coopbench omp $r 48
     oversub_part omp-passive env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=passive coopbench omp $r 48
     oversub_part yield coopbench yield $r 48 $N
