@@ -59,7 +59,10 @@ fn group(loaded: &[(String, u32)]) -> Counts {
 /// one it lists that did not load, is said but is no growth; the layer checks separately that
 /// the ops it needs are loaded.
 pub fn compare(release: &str, loaded: &[(String, u32)]) -> Verdict {
-    let record = record();
+    compare_with(&record(), release, loaded)
+}
+
+fn compare_with(record: &Record, release: &str, loaded: &[(String, u32)]) -> Verdict {
     let series = series(release);
     let now = group(loaded);
     let mut v = Verdict {
@@ -176,22 +179,28 @@ mod tests {
 
     #[test]
     fn programs_sharing_a_name_are_compared_largest_to_largest() {
-        let mut progs = record().kernels["6.18"]
-            .iter()
-            .flat_map(|(n, v)| v.iter().map(move |c| (n.clone(), *c)))
-            .filter(|(n, _)| n != "pandemonium_run")
-            .collect::<Vec<_>>();
-        progs.extend(loaded(&[
-            ("pandemonium_run", 290),
-            ("pandemonium_run", 840),
-        ]));
-        assert!(compare("6.18.15", &progs).grown.is_empty());
-        progs.retain(|(n, _)| n != "pandemonium_run");
-        progs.extend(loaded(&[
-            ("pandemonium_run", 283),
-            ("pandemonium_run", 1100),
-        ]));
-        let v = compare("6.18.15", &progs);
+        // A record of its own: the fixture's figures move with every deliberate change.
+        let record = Record {
+            tolerance_pct: 20,
+            kernels: [(
+                "6.18".to_string(),
+                [("pandemonium_run".to_string(), vec![862, 283])].into(),
+            )]
+            .into(),
+        };
+        // Listed smaller first, each within 20 % of its own figure: no growth, where pairing
+        // them in the order listed would have read 840 against 283.
+        let v = compare_with(
+            &record,
+            "6.18.15",
+            &loaded(&[("pandemonium_run", 290), ("pandemonium_run", 840)]),
+        );
+        assert!(v.grown.is_empty(), "{:?}", v.lines);
+        let v = compare_with(
+            &record,
+            "6.18.15",
+            &loaded(&[("pandemonium_run", 283), ("pandemonium_run", 1100)]),
+        );
         assert_eq!(v.grown.len(), 1, "{:?}", v.lines);
         assert!(v.grown[0].contains("pandemonium_run 1100"), "{:?}", v.grown);
     }
