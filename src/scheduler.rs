@@ -271,34 +271,12 @@ impl<'obj> Scheduler<'obj> {
 
     /// Mature profiles BPF has published, keyed by comm.
     pub fn read_profiles(&self) -> Result<Vec<(CommKey, TaskClassEntry)>> {
-        let map = &self.skel.maps.task_profiles;
-        let mut out = Vec::new();
-        for key in map.keys() {
-            if let Some(v) = map.lookup(&key, MapFlags::ANY)?
-                && let (Some(k), Some(e)) = (
-                    from_bytes::<CommKey>(&key),
-                    from_bytes::<TaskClassEntry>(&v),
-                )
-            {
-                out.push((k, e));
-            }
-        }
-        Ok(out)
+        read_all(&self.skel.maps.task_profiles)
     }
 
-    /// Each group BPF tracks (cgroups and autogroups), by id. A group removed between the key
-    /// walk and its lookup is skipped: it has nothing left to report.
+    /// Each group BPF tracks (cgroups and autogroups), by id.
     pub fn read_cgroups(&self) -> Result<Vec<(u64, CgCtx)>> {
-        let map = &self.skel.maps.cg_ctxs;
-        let mut out = Vec::new();
-        for key in map.keys() {
-            if let Some(v) = map.lookup(&key, MapFlags::ANY)?
-                && let (Some(id), Some(c)) = (from_bytes::<u64>(&key), from_bytes::<CgCtx>(&v))
-            {
-                out.push((id, c));
-            }
-        }
-        Ok(out)
+        read_all(&self.skel.maps.cg_ctxs)
     }
 
     /// Drops BPF's entries for these groups; one already gone is what was wanted.
@@ -318,16 +296,7 @@ impl<'obj> Scheduler<'obj> {
 
     /// `--coop-learn`: each process's evidence of cooperation, by tgid.
     pub fn read_coop_procs(&self) -> Result<Vec<(u32, CoopProc)>> {
-        let map = &self.skel.maps.coop_procs;
-        let mut out = Vec::new();
-        for key in map.keys() {
-            if let Some(v) = map.lookup(&key, MapFlags::ANY)?
-                && let (Some(k), Some(e)) = (from_bytes::<u32>(&key), from_bytes::<CoopProc>(&v))
-            {
-                out.push((k, e));
-            }
-        }
-        Ok(out)
+        read_all(&self.skel.maps.coop_procs)
     }
 
     /// Withdraws the treatment from a process: its threads drop it at their next identity
@@ -496,6 +465,20 @@ fn lookup_percpu<V: Pod>(map: &impl MapCore) -> Result<Vec<V>> {
 }
 
 /// A map value or key read back; `None` when the size does not match.
+/// Every entry of a hash map. One removed between the key walk and its lookup is skipped: it
+/// has nothing left to report.
+fn read_all<K: Pod, V: Pod>(map: &impl MapCore) -> Result<Vec<(K, V)>> {
+    let mut out = Vec::new();
+    for key in map.keys() {
+        if let Some(v) = map.lookup(&key, MapFlags::ANY)?
+            && let (Some(k), Some(e)) = (from_bytes::<K>(&key), from_bytes::<V>(&v))
+        {
+            out.push((k, e));
+        }
+    }
+    Ok(out)
+}
+
 fn from_bytes<V: Pod>(bytes: &[u8]) -> Option<V> {
     bytemuck::try_pod_read_unaligned(bytes).ok()
 }

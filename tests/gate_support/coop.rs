@@ -72,6 +72,15 @@ impl Run {
     pub fn makespan(&self) -> f64 {
         self.walls.iter().copied().fold(0.0, f64::max)
     }
+
+    /// Each process's own time, as the log prints it ("1.34 / 2.44").
+    pub fn walls_text(&self) -> String {
+        self.walls
+            .iter()
+            .map(|w| format!("{w:.2}"))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    }
 }
 
 /// The value of `"key": number` in coopbench's one JSON line.
@@ -117,11 +126,7 @@ fn show(who: &str, work: Work, r: &Run) {
         "gate coop: {who:<6} {:<12} makespan {:.2} s (processes {}), involuntary switches {}",
         work.name(),
         r.makespan(),
-        r.walls
-            .iter()
-            .map(|w| format!("{w:.2}"))
-            .collect::<Vec<_>>()
-            .join(" / "),
+        r.walls_text(),
         r.nivcsw
     );
 }

@@ -148,11 +148,7 @@ fn show(who: &str, work: Work, r: &Run, d: &Delta, eevdf: &Run) {
          involuntary switches {}, grants {}, coop dispatches {}, mate preemptions {}",
         work.name(),
         r.makespan(),
-        r.walls
-            .iter()
-            .map(|w| format!("{w:.2}"))
-            .collect::<Vec<_>>()
-            .join(" / "),
+        r.walls_text(),
         r.makespan() / eevdf.makespan().max(1e-9),
         r.nivcsw,
         d.grants,
