@@ -62,20 +62,22 @@ static __always_inline struct cg_ctx *autogroup_ctx(u64 key, int nice)
 /*
  * enable(), runnable(): a root task's group is its autogroup. A task in a cgroup of its own is
  * left alone: the kernel puts only root tasks in autogroups. A busy task that moves to a new
- * session without sleeping once is seen there when it next wakes. Both callers count the task
- * into its group's runnable sum after this (runnable()) or later (enable()).
+ * session without sleeping once is seen there when it next wakes. Returns the entry of the
+ * task's group (NULL in the root), which runnable() counts the task into: one lookup per wakeup.
  *
  * The fields are read with plain loads, which CO-RE relocates and the verifier guards, rather
  * than bpf_probe_read_kernel() calls: this runs on every wakeup.
  */
-static __always_inline void autogroup_refresh(const struct task_struct *p, struct task_ctx *tctx)
+static __always_inline struct cg_ctx *autogroup_refresh(const struct task_struct *p,
+							struct task_ctx *tctx)
 {
 	struct signal_struct___pd *sig = (void *)p->signal;
+	struct cg_ctx *c = NULL;
 	struct autogroup___pd *ag;
 	u64 key = 0;
 
 	if (tctx->cgid && !(tctx->cgid & AUTOGROUP_KEY))
-		return;
+		return cg_lookup(tctx->cgid);
 	/*
 	 * Keyed by its autogroup whatever the sysctl says: task_cg() reads the key as the root
 	 * while autogroups are off, so a flip of the sysctl reaches busy tasks, which may not come
@@ -83,13 +85,14 @@ static __always_inline void autogroup_refresh(const struct task_struct *p, struc
 	 */
 	if (bpf_core_field_exists(sig->autogroup) && sig && (ag = sig->autogroup) &&
 	    /* Id 0 is the kernel's autogroup_default: the root group itself. */
-	    ag->id && autogroup_ctx(AUTOGROUP_KEY | ag->id, ag->nice))
+	    ag->id && (c = autogroup_ctx(AUTOGROUP_KEY | ag->id, ag->nice)))
 		key = AUTOGROUP_KEY | ag->id;
-	if (key == tctx->cgid)
-		return;
-	/* What the task added to its old group's runnable sum leaves with it. */
-	cg_task_quiescent(tctx);
-	tctx->cgid = key;
+	if (key != tctx->cgid) {
+		/* What the task added to its old group's runnable sum leaves with it. */
+		cg_task_quiescent(tctx);
+		tctx->cgid = key;
+	}
+	return c;
 }
 
 #endif /* __PANDEMONIUM_AUTOGROUP_BPF_H */

@@ -334,8 +334,7 @@ void BPF_STRUCT_OPS(pandemonium_runnable, struct task_struct *p, u64 enq_flags)
 
 	if (!tctx)
 		return;
-	autogroup_refresh(p, tctx);
-	cg_task_runnable(p, tctx);
+	cg_task_runnable(p, tctx, autogroup_refresh(p, tctx));
 	if (!tctx->sleep_at)
 		return;
 	note_wakeup(tctx, bpf_ktime_get_ns());
@@ -707,7 +706,7 @@ void BPF_STRUCT_OPS(pandemonium_cgroup_move, struct task_struct *p, struct cgrou
 	cg_task_quiescent(tctx);
 	task_set_cgroup(tctx, to);
 	if (counted)
-		cg_task_runnable(p, tctx);
+		cg_task_runnable(p, tctx, cg_lookup(tctx->cgid));
 }
 
 void BPF_STRUCT_OPS(pandemonium_cgroup_set_weight, struct cgroup *cgrp, u32 weight)

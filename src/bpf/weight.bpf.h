@@ -66,13 +66,16 @@ static __always_inline void task_set_cgroup(struct task_ctx *tctx, struct cgroup
 	tctx->cgid = cgrp && cgrp->level ? cgrp->kn->id : 0;
 }
 
-/* runnable(): the task's weight joins its group's runnable sum. Root tasks need no sum. */
-static __always_inline void cg_task_runnable(const struct task_struct *p, struct task_ctx *tctx)
+/*
+ * runnable(): the task's weight joins its group's runnable sum, @c being the group's entry (the
+ * caller has it). Root tasks need no sum.
+ */
+static __always_inline void cg_task_runnable(const struct task_struct *p, struct task_ctx *tctx,
+					     struct cg_ctx *c)
 {
-	struct cg_ctx *c;
 	u64 w;
 
-	if (tctx->cnt_w || !(c = cg_lookup(tctx->cgid)))
+	if (tctx->cnt_w || !c)
 		return;
 	w = task_own_weight(p, tctx);
 	tctx->cnt_cgid = tctx->cgid;
