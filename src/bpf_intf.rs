@@ -28,6 +28,7 @@ pub type CommKey = c::comm_key;
 pub type TaskClassEntry = c::task_class_entry;
 pub type CgCtx = c::cg_ctx;
 pub type CoopProc = c::coop_proc;
+pub type LongestWait = c::longest_wait;
 
 pub const MAX_CPUS: usize = c::pandemonium_consts_MAX_CPUS as usize;
 pub const MAX_AFFINITY_CANDIDATES: usize = c::pandemonium_consts_MAX_AFFINITY_CANDIDATES as usize;
@@ -138,6 +139,7 @@ plain_data!(
     TaskClassEntry,
     CgCtx,
     CoopProc,
+    LongestWait,
 );
 
 /// All zeros, except [`AffinityRow`] below.
@@ -158,7 +160,8 @@ zero_default!(
     CommKey,
     TaskClassEntry,
     CgCtx,
-    CoopProc
+    CoopProc,
+    LongestWait
 );
 
 /// An empty rank row: no candidate in any slot.

@@ -23,6 +23,7 @@ pub mod hist;
 pub mod layout;
 pub mod libbpf_opts;
 pub mod logger;
+pub mod longest_wait;
 pub mod preflight;
 pub mod prng;
 pub mod procdb;

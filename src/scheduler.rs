@@ -4,8 +4,8 @@
 
 use crate::autogroup;
 use crate::bpf_intf::{
-    AffinityRow, COOP_FORCED, COOP_LEARNED, CgCtx, CommKey, CoopProc, Hist, Stats, TaskClassEntry,
-    TopoParams, TuningKnobs,
+    AffinityRow, COOP_FORCED, COOP_LEARNED, CgCtx, CommKey, CoopProc, Hist, LongestWait, Stats,
+    TaskClassEntry, TopoParams, TuningKnobs,
 };
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::cgroup_support::CgroupSupport;
@@ -14,6 +14,7 @@ use crate::compositor;
 use crate::coop_learn::NameDelta;
 use crate::games::{GameMap, InsertError};
 use crate::layout::Layout;
+use crate::longest_wait;
 use crate::preflight;
 use crate::procdb::WarmDelta;
 use crate::topology::Live;
@@ -369,6 +370,13 @@ impl<'obj> Scheduler<'obj> {
         }
         // Dropping the struct_ops link detaches the scheduler; the kernel then records the exit.
         self.link.take();
+        if let Some(w) = lookup::<u32, LongestWait>(&self.skel.maps.longest_wait, &ZERO)
+            .ok()
+            .as_ref()
+            .and_then(longest_wait::describe)
+        {
+            info!("longest queue wait since load: {w}");
+        }
         if self.exit_kind() == ScxExitKind::SysRq as i32 {
             // SysRq-S is the user asking for the default scheduler back: a deliberate detach,
             // not a failure. uei_report! would turn it into an error, and an error status makes

@@ -249,6 +249,22 @@ struct pandemonium_stats {
 	u64 wake_lat_max_ns;
 };
 
+/*
+ * The longest queue wait since load and whose it was (one entry): the wait bound's witness, which
+ * the per-CPU maximum alone cannot name. Written only when a wait beats it.
+ */
+struct longest_wait {
+	u64 ns;
+	u64 cgid;	   /* the group it was charged in (an autogroup's key has bit 63 set) */
+	u64 weight;	   /* the weight its vtime was charged by, NICE_0_WEIGHT a nice 0 task */
+	u32 pid;
+	u8 tier;
+	u8 policy;	   /* SCHED_NORMAL 0, SCHED_BATCH 3, SCHED_IDLE 5 */
+	u8 rescued;	   /* the wait bound's scan ran it */
+	u8 _pad0;
+	u8 comm[COMM_LEN];
+};
+
 /* Per-CPU log2 histograms (bucket i holds values in [2^i, 2^(i+1)) ns); Rust drains them. */
 struct pandemonium_hist {
 	u64 wake_lat[NR_TIERS][NR_LAT_BUCKETS];

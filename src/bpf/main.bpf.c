@@ -386,6 +386,28 @@ static __always_inline void advance_vtime_now(u64 v)
 	vtime_now = time_before(vtime_now + step, v) ? vtime_now + step : v;
 }
 
+/*
+ * A wait longer than any before it on this CPU: if it is the longest anywhere, whose it was. A
+ * race between CPUs may keep the shorter of two records that land together; the per-CPU maxima
+ * in the stats stay exact.
+ */
+static __noinline void note_longest_wait(struct task_struct *p, struct task_ctx *tctx, u64 lat)
+{
+	u32 zero = 0;
+	struct longest_wait *w = bpf_map_lookup_elem(&longest_wait, &zero);
+
+	if (!w || lat <= w->ns)
+		return;
+	w->ns = lat;
+	w->cgid = tctx->cgid;
+	w->weight = tctx->weight;
+	w->pid = p->pid;
+	w->tier = tctx->tier;
+	w->policy = p->policy;
+	w->rescued = tctx->wait_rescued;
+	bpf_probe_read_kernel_str(w->comm, sizeof(w->comm), p->comm);
+}
+
 void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
@@ -430,8 +452,10 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	if (s) {
 		s->wake_lat_sum_ns += lat;
 		s->wake_lat_cnt++;
-		if (lat > s->wake_lat_max_ns)
+		if (lat > s->wake_lat_max_ns) {
 			s->wake_lat_max_ns = lat;
+			note_longest_wait(p, tctx, lat);
+		}
 	}
 }
 

@@ -56,6 +56,7 @@ U32_ARRAY_MAP(knobs_map, BPF_MAP_TYPE_ARRAY, struct tuning_knobs, 1);
 U32_ARRAY_MAP(topo_map, BPF_MAP_TYPE_ARRAY, struct topo_params, 1);
 U32_ARRAY_MAP(stats_map, BPF_MAP_TYPE_PERCPU_ARRAY, struct pandemonium_stats, 1);
 U32_ARRAY_MAP(hist_map, BPF_MAP_TYPE_PERCPU_ARRAY, struct pandemonium_hist, 1);
+U32_ARRAY_MAP(longest_wait, BPF_MAP_TYPE_ARRAY, struct longest_wait, 1);
 U32_ARRAY_MAP(affinity_rank, BPF_MAP_TYPE_ARRAY, struct affinity_row, MAX_CPUS);
 
 /* comm -> 1: compositors, LAT_CRITICAL while they behave interactively. Filled by the daemon. */

@@ -6,7 +6,7 @@ use bytemuck::{Pod, bytes_of, try_pod_read_unaligned};
 use libbpf_rs::query::MapInfoIter;
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use scx_pandemonium::bpf_intf::{
-    AffinityRow, CommKey, CoopProc, Stats, TaskClassEntry, TopoParams, TuningKnobs,
+    AffinityRow, CommKey, CoopProc, LongestWait, Stats, TaskClassEntry, TopoParams, TuningKnobs,
 };
 use std::collections::HashMap;
 
@@ -86,6 +86,11 @@ fn lookup_one<V: Pod>(name: &str, key: u32) -> V {
 
 pub fn read_rank_row(cpu: u32) -> AffinityRow {
     lookup_one("affinity_rank", cpu)
+}
+
+/// The longest queue wait since this instance loaded, and whose it was.
+pub fn read_longest_wait() -> LongestWait {
+    lookup_one("longest_wait", 0)
 }
 
 /// The topology-derived constants (the tau table) BPF is using.

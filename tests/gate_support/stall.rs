@@ -10,6 +10,7 @@ use super::workload::{Mix, assert_all_progressed, worst_gap};
 use super::*;
 use scx_pandemonium::cli::probe::{self, Pacing, ProbeConfig, ProbeReport};
 use scx_pandemonium::cli::stress::{self, Load, StressConfig};
+use scx_pandemonium::longest_wait;
 
 const MS: u64 = 1_000_000;
 
@@ -303,6 +304,7 @@ pub fn layer_wait_bound() {
     let gap_max = WAIT_BOUND_GAP_MAX + stops.total;
     // Every task's, since this instance loaded: the loops, the nice 0 ones and the rest.
     let bpf_max = Duration::from_nanos(maps::read_stats().wake_lat_max_ns);
+    let who = longest_wait::describe(&maps::read_longest_wait()).unwrap_or_default();
     assert!(sched.running(), "scheduler died:\n{}", sched.output());
     sched.stop();
     assert_all_progressed("wait_bound", &reports);
@@ -317,9 +319,11 @@ pub fn layer_wait_bound() {
         stops.longest,
         eevdf_stops.total
     );
+    eprintln!("gate wait_bound: the longest wait on record: {who}");
     assert!(
         bpf_max < bpf_bar,
-        "a task waited {bpf_max:?} in a queue, past the wait bound's {bpf_bar:?}"
+        "a task waited {bpf_max:?} in a queue, past the wait bound's {bpf_bar:?}; the longest \
+         wait on record: {who}"
     );
     assert!(
         ours < gap_max,
