@@ -296,9 +296,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 		insert_batch(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
 		return;
 	}
-	insert_node(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
-	if (tctx->tier == TIER_LAT_CRITICAL)
-		latcrit_waiting = 1;
+	queue_interactive(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
 }
 
 void BPF_STRUCT_OPS(pandemonium_dispatch, s32 cpu, struct task_struct *prev)

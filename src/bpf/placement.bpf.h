@@ -131,6 +131,18 @@ static __always_inline void insert_node(struct task_struct *p, struct task_ctx *
 		      vtime, enq_flags);
 }
 
+/*
+ * insert_node() for a task waiting its turn: while a LAT_CRITICAL one waits, tick_preempt() ends
+ * a BATCH slice after a quarter of the preemption threshold.
+ */
+static __always_inline void queue_interactive(struct task_struct *p, struct task_ctx *tctx,
+					      u32 node, u64 slice, u64 vtime, u64 enq_flags)
+{
+	insert_node(p, tctx, node, slice, vtime, enq_flags);
+	if (tctx->tier == TIER_LAT_CRITICAL)
+		latcrit_waiting = 1;
+}
+
 static __always_inline void insert_batch(struct task_struct *p, struct task_ctx *tctx, u32 node,
 					 u64 slice, u64 vtime, u64 enq_flags)
 {

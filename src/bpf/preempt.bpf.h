@@ -114,10 +114,7 @@ static __always_inline void preempt_on(struct task_struct *p, struct task_ctx *t
 static __always_inline void preempt_shared(struct task_struct *p, struct task_ctx *tctx,
 					   s32 victim, u64 slice, u64 vtime, u64 enq_flags)
 {
-	insert_node(p, tctx, cpu_node(victim), slice, vtime, enq_flags);
-	/* Should the kick be slow, the tick's test then ends a BATCH slice a quarter sooner. */
-	if (tctx->tier == TIER_LAT_CRITICAL)
-		latcrit_waiting = 1;
+	queue_interactive(p, tctx, cpu_node(victim), slice, vtime, enq_flags);
 	kick_cpu(victim, SCX_KICK_PREEMPT);
 	STAT_INC(nr_hard_kicks);
 }
