@@ -4,6 +4,7 @@
  * writes knobs and topology into maps and reads counters and histograms back.
  */
 #include <scx/common.bpf.h>
+#include <bpf_experimental.h>
 #include "intf.h"
 #include "state.bpf.h"
 #include "cgroup.bpf.h"

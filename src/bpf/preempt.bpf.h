@@ -5,9 +5,10 @@
  *   - A waking or new task that is not BATCH, and whose waker does not keep running, takes a CPU
  *     from a BATCH runner at once (its own CPU first, then the nearest by R_eff; on a hybrid
  *     machine a big CPU's first), else from a runner whose virtual deadline comes after its own
- *     (EEVDF's test). Each CPU publishes what runs there (cpu_ctx.run_kind, run_deadline) and a
- *     compare-and-swap gives it to one waker. That CPU is kicked, and the task, unless bound to
- *     one CPU, waits in the node DSQ for whichever CPU gets there first.
+ *     (EEVDF's test), but not from the waker running on it. Each CPU publishes what runs there
+ *     (cpu_ctx.run_kind, run_deadline) and a compare-and-swap gives it to one waker. That CPU is
+ *     kicked, and the task, unless bound to one CPU, waits in the node DSQ for whichever CPU
+ *     gets there first.
  *   - A BATCH task that starts while interactive work waits near it runs a preemption threshold,
  *     not a batch slice.
  *   - At the tick, a BATCH runner yields when interactive work has waited a preemption threshold
@@ -35,6 +36,15 @@ static __always_inline bool claim_runner(s32 cpu, u64 deadline)
 
 	if (kind == RUN_NONE ||
 	    (kind == RUN_OTHER && (!deadline || !time_before(deadline, c->run_deadline))))
+		return false;
+	/*
+	 * Nor does the deadline test take the CPU from the task that is waking us there (a wakeup
+	 * in task context runs on its waker's CPU): a game's main thread that releases its workers
+	 * one futex wake at a time was preempted by the first, and the others stayed asleep until
+	 * it ran again. A BATCH waker is still taken, and timer and interrupt wakeups preempt as
+	 * before.
+	 */
+	if (deadline && cpu == bpf_get_smp_processor_id() && bpf_in_task())
 		return false;
 	return __sync_val_compare_and_swap(&c->run_kind, kind, RUN_NONE) == kind;
 }
