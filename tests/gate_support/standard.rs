@@ -194,21 +194,23 @@ fn show(f: &Figures) -> String {
 }
 
 /// hackbench is the median of 3 runs each. Since synchronous wakeups stopped preempting and
-/// consumers queue behind their producers, ours has been 0.71-0.96x the worse EEVDF median in
-/// full gates at 2 and 4 vCPUs, where it had spread to 1.84x; 1.5x is that spread's room, and
-/// a return of the old gap (2x and more) fails.
-const HACKBENCH_BOUND: f64 = 1.5;
+/// consumers queue behind their producers, ours has read 0.54-0.88x the worse EEVDF median in
+/// sixteen gates at 2 and 4 vCPUs (tcg-single and tcg-icount); 1.2x keeps a third of room
+/// above the worst of them, and losing to the fair class by more fails.
+const HACKBENCH_BOUND: f64 = 1.2;
 
 /// cyclictest's P99 bound in percent of the worse EEVDF run (plus 1 ms for the histogram's and
-/// a tick's granularity at small values). Ours has been 0.44-0.78x that run in full gates at 2
-/// and 4 vCPUs on a quiet host; a bound above EEVDF would let a regression to worse than the
-/// fair class through. An EEVDF P99 at the histogram's end is only a floor of the real one (at
-/// 4 vCPUs it reaches it on a slower host), so against one the bound keeps 1.5x of room.
+/// a tick's granularity at small values). Ours has read 0.45-0.84x that run in gates at 2 and 4
+/// vCPUs under tcg-single (CI's), so the bound is 0.9x: a regression to the fair class's P99
+/// fails. Under tcg-icount, where both schedulers' P99 is 8-30 ms and moves by a third between
+/// runs, ours read up to 1.36x once, and a gate there can fail on it. An EEVDF P99 at the
+/// histogram's end is only a floor of the real one (at 4 vCPUs it reaches it on a slower host),
+/// so against one the bound keeps 1.5x of room.
 fn cyclictest_bound_ns(eevdf_p99_ns: u64) -> u64 {
     let pct = if eevdf_p99_ns >= HIST_US * 1000 {
         150
     } else {
-        100
+        90
     };
     eevdf_p99_ns * pct / 100 + MS
 }
@@ -254,7 +256,7 @@ mod tests {
 
     #[test]
     fn the_cyclictest_bound_is_eevdfs_p99_unless_the_histogram_cut_it() {
-        assert_eq!(cyclictest_bound_ns(8 * MS), 9 * MS);
+        assert_eq!(cyclictest_bound_ns(8 * MS), 8_200_000);
         assert_eq!(cyclictest_bound_ns(HIST_US * 1000), 46 * MS);
     }
 
