@@ -186,6 +186,8 @@ pub fn layer_coop() {
     }
     let eevdf_frames = frames_beside(Work::OmpActive);
     show_frames("EEVDF", Work::OmpActive, &eevdf_frames);
+    let shares = super::coop_learned::spinner_shares(|_| {});
+    super::coop_learned::show_shares("EEVDF", &shares, "");
 
     let mut sched = SchedulerProc::start(&["--coop", "coopbench"]);
     sched.wait_attached();

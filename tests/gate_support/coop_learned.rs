@@ -190,12 +190,16 @@ fn spawn_spinner(threads: usize, secs: u64) -> std::process::Child {
         .expect("starting a spinner process")
 }
 
-/// What co-running costs others when the process is no team: two threads that never wait on
-/// each other (so they look like an active-wait team) beside two single-threaded busy loops, 4
-/// threads on 2 CPUs' worth of time. Each loop, and each of the spinner's threads, keeps the
-/// trust layer's floor of a fair share (all four threads' time / 4).
-fn shares_beside_a_threaded_spinner() {
-    let before_stats = maps::read_stats();
+/// A 2-thread spinner's and two busy loops' CPU time over SHARE_WINDOW, each as a fraction of a
+/// fair share (all four threads' time / 4): the spinner's per thread, then each loop's, and the
+/// CPUs' worth they used. `inspect` sees the spinner's pid before the processes are killed.
+pub struct Shares {
+    pub spinner: f64,
+    pub loops: Vec<f64>,
+    pub cpus: f64,
+}
+
+pub fn spinner_shares(inspect: impl FnOnce(u32)) -> Shares {
     let secs = (SHARE_WARM + SHARE_WINDOW).as_secs() + 5;
     let mut spinner = spawn_spinner(2, secs);
     let mut loops: Vec<_> = (0..2)
@@ -213,9 +217,7 @@ fn shares_beside_a_threaded_spinner() {
     let t0: Vec<u64> = pids.iter().map(|&p| process_cpu_ns(p)).collect();
     std::thread::sleep(SHARE_WINDOW);
     let t1: Vec<u64> = pids.iter().map(|&p| process_cpu_ns(p)).collect();
-    let entry = maps::read_coop_proc(spinner.id());
-    let learned = maps::read_coop_comms().get(SPINNER) == Some(&COOP_LEARNED);
-    let d = delta(&before_stats, &maps::read_stats());
+    inspect(spinner.id());
     for c in loops.iter_mut().chain(std::iter::once(&mut spinner)) {
         let _ = c.kill();
         let _ = c.wait();
@@ -225,30 +227,52 @@ fn shares_beside_a_threaded_spinner() {
         .zip(&t1)
         .map(|(a, b)| b.saturating_sub(*a))
         .collect();
-    let fair = ns.iter().sum::<u64>() as f64 / 4.0;
-    let spinner_share = ns[0] as f64 / 2.0 / fair;
-    let loop_shares: Vec<f64> = ns[1..].iter().map(|&x| x as f64 / fair).collect();
+    let total = ns.iter().sum::<u64>();
+    let fair = total as f64 / 4.0;
+    Shares {
+        spinner: ns[0] as f64 / 2.0 / fair,
+        loops: ns[1..].iter().map(|&x| x as f64 / fair).collect(),
+        cpus: total as f64 / SHARE_WINDOW.as_nanos() as f64,
+    }
+}
+
+pub fn show_shares(who: &str, s: &Shares, what: &str) {
     eprintln!(
-        "gate coop: 2-thread spinner beside 2 busy loops ({:.2} CPUs): each spinner thread \
-         {spinner_share:.2} of a fair share, the loops {:.2} and {:.2}; {SPINNER} learned \
-         {learned}, granted {}, coop dispatches {}, evidence {entry:?}",
-        ns.iter().sum::<u64>() as f64 / SHARE_WINDOW.as_nanos() as f64,
-        loop_shares[0],
-        loop_shares[1],
-        entry.is_some_and(|e| e.granted != 0),
-        d.dispatches
+        "gate coop: {who:<7} 2-thread spinner beside 2 busy loops ({:.2} CPUs): each spinner \
+         thread {:.2} of a fair share, the loops {:.2} and {:.2}{what}",
+        s.cpus, s.spinner, s.loops[0], s.loops[1]
     );
-    for s in &loop_shares {
+}
+
+/// What co-running costs others when the process is no team: two threads that never wait on
+/// each other (so they look like an active-wait team) beside two single-threaded busy loops, 4
+/// threads on 2 CPUs' worth of time. Each loop, and each of the spinner's threads, keeps the
+/// trust layer's floor of a fair share.
+fn shares_beside_a_threaded_spinner() {
+    let before_stats = maps::read_stats();
+    let mut seen = String::new();
+    let s = spinner_shares(|pid| {
+        let entry = maps::read_coop_proc(pid);
+        let learned = maps::read_coop_comms().get(SPINNER) == Some(&COOP_LEARNED);
+        let d = delta(&before_stats, &maps::read_stats());
+        seen = format!(
+            "; {SPINNER} learned {learned}, granted {}, coop dispatches {}, evidence {entry:?}",
+            entry.is_some_and(|e| e.granted != 0),
+            d.dispatches
+        );
+    });
+    show_shares("learned", &s, &seen);
+    for l in &s.loops {
         assert!(
-            *s >= FAIR_FLOOR,
-            "a busy loop got {s:.2} of its fair share beside a 2-thread spinner (floor \
+            *l >= FAIR_FLOOR,
+            "a busy loop got {l:.2} of its fair share beside a 2-thread spinner (floor \
              {FAIR_FLOOR})"
         );
     }
     assert!(
-        spinner_share >= FAIR_FLOOR,
-        "the 2-thread spinner's threads got {spinner_share:.2} of a fair share each (floor \
-         {FAIR_FLOOR})"
+        s.spinner >= FAIR_FLOOR,
+        "the 2-thread spinner's threads got {:.2} of a fair share each (floor {FAIR_FLOOR})",
+        s.spinner
     );
 }
 
