@@ -22,8 +22,8 @@
  * COOP_PROOF_SPINNERS turns of its threads with few sleeps) and a crowded enqueue, and the
  * daemon deletes its entry (withdrawing the treatment) when the behaviour stops.
  * A process of CPU-bound threads that never wait on each other co-runs as well, and is treated
- * as a team: its threads run together in turns, which costs it nothing it needs; the README
- * gives what it costs the tasks beside it.
+ * as a team (its threads run together in turns); the README gives what that costs the tasks
+ * beside it.
  */
 #ifndef __PANDEMONIUM_COOP_LEARN_BPF_H
 #define __PANDEMONIUM_COOP_LEARN_BPF_H
