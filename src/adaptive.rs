@@ -9,7 +9,7 @@ use crate::bpf_intf::{CgCtx, CommKey};
 use crate::cgroup_stats::{CgroupShares, PathCache};
 use crate::compositor;
 use crate::coop;
-use crate::coop_learn::{self, NameMirror, Tracker, Verdict};
+use crate::coop_learn::{self, Evidence, NameMirror, Tracker, Verdict};
 use crate::cpustat::{self, CpuTimes};
 use crate::games::{self, Boost};
 use crate::procdb::{self, Migration, Observation, ProcDb, SaveReport, WarmMirror};
@@ -325,14 +325,14 @@ impl Controller {
 fn learn_coop(c: &mut CoopLearning, db: &mut ProcDb, sched: &Scheduler) -> Result<()> {
     // A name counts once a second, however many of its processes showed the behaviour: the
     // streak is of seconds, and one second can be start-up alone.
-    let mut showed: Vec<(CommKey, u32)> = Vec::new();
+    let mut showed: Vec<(CommKey, u32, Evidence)> = Vec::new();
     for v in c.tracker.window(&sched.read_coop_procs()?) {
         match v {
-            Verdict::Showed(tgid) => {
+            Verdict::Showed(tgid, how) => {
                 if let Some(k) = coop_learn::comm_of(tgid)
-                    && !showed.iter().any(|(s, _)| *s == k)
+                    && !showed.iter().any(|(s, _, _)| *s == k)
                 {
-                    showed.push((k, tgid));
+                    showed.push((k, tgid, how));
                 }
             }
             Verdict::Withdraw(tgid) => {
@@ -349,13 +349,17 @@ fn learn_coop(c: &mut CoopLearning, db: &mut ProcDb, sched: &Scheduler) -> Resul
             }
         }
     }
-    for (k, tgid) in showed {
+    for (k, tgid, how) in showed {
         let was = db.get(&k.comm).is_some_and(|p| p.coop);
         db.observe_coop(&k.comm, true);
         if !was && db.get(&k.comm).is_some_and(|p| p.coop) {
             info!(
-                "coop-learn: learned {:?} (pid {tgid}) as a cooperative group",
-                name_of(&k)
+                "coop-learn: learned {:?} (pid {tgid}) as a cooperative group ({})",
+                name_of(&k),
+                match how {
+                    Evidence::Mates => "its threads wake each other or yield",
+                    Evidence::Corun => "its threads run at once and do not sleep",
+                }
             );
         }
     }

@@ -46,6 +46,9 @@ pub const AUTOGROUP_KEY_SHIFT: u32 = c::autogroup_consts_AUTOGROUP_KEY_SHIFT;
 /// `coop_comms` values: a `--coop` name, and a name the procdb learned (src/coop_learn.rs).
 pub const COOP_FORCED: u8 = c::coop_consts_COOP_FORCED as u8;
 pub const COOP_LEARNED: u8 = c::coop_consts_COOP_LEARNED as u8;
+/// `--coop-learn`: co-running threads sleep at most once per this many runs cut short
+/// (src/bpf/coop_learn.bpf.h, src/coop_learn.rs).
+pub const COOP_SLEEP_RATIO: u32 = c::coop_consts_COOP_SLEEP_RATIO;
 /// The CoDel oscillator's fixed constants (`enum codel_consts`); see src/codel.rs.
 pub const CODEL_MAX_IMPULSES: u64 = c::codel_consts_CODEL_MAX_IMPULSES as u64;
 pub const CODEL_KICK_SHIFT: u32 = c::codel_consts_CODEL_KICK_SHIFT;

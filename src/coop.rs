@@ -40,8 +40,9 @@ pub fn check_fits(names: &[String]) -> Result<(), String> {
 
 /// The startup log's line with --coop-learn.
 pub const LEARN_LINE: &str = "cooperative groups by behaviour (--coop-learn): a process whose \
-    CPU-bound threads wake each other or yield while crowded teaches its name to the procdb; a \
-    process of a learned name runs as a group once it shows that behaviour itself";
+    CPU-bound threads wake each other or yield, or run at once without sleeping, while crowded \
+    teaches its name to the procdb; a process of a learned name runs as a group once it shows \
+    that behaviour itself";
 
 /// The startup log's line, None without --coop.
 pub fn startup_line(names: &[String]) -> Option<String> {

@@ -2,21 +2,25 @@
 //! `--coop-learn`: the daemon's half of recognising a cooperative group by behaviour (issue #34;
 //! BPF's half is src/bpf/coop_learn.bpf.h). Once a second it reads each process's counters
 //! (`coop_procs`: mate events, i.e. wakeups between its own threads and sched_yield()s of its
-//! BATCH threads, and crowded enqueues, i.e. its threads finding no idle CPU) and judges the
-//! second:
-//! - a process showed cooperation when both grew by at least [`MIN_MATES`] and [`MIN_CROWDED`];
-//!   the procdb then counts one for its name, and learns the name after
-//!   [`crate::procdb::COOP_STREAK`] such seconds;
-//! - a process that holds the treatment and whose mate events stopped for [`QUIET_WINDOWS`]
-//!   seconds loses it (its entry is deleted); a live one also unlearns its name.
+//! BATCH threads; spins, i.e. its BATCH threads' runs that ended still runnable, the sleeps of
+//! those threads, and how often the spins came from another thread than before; and crowded
+//! enqueues, i.e. its threads finding no idle CPU) and judges the second:
+//! - a process showed cooperation when its crowded enqueues grew by at least [`MIN_CROWDED`]
+//!   and either its mate events by [`MIN_MATES`] (a team whose waits sleep or yield) or its
+//!   threads co-ran (a team whose waits spin: [`corun`]); the procdb then counts one for its
+//!   name, and learns the name after [`crate::procdb::COOP_STREAK`] such seconds;
+//! - a process that holds the treatment and showed neither mate events nor co-running for
+//!   [`QUIET_WINDOWS`] seconds loses it (its entry is deleted); a live one also unlearns its
+//!   name.
 //!
 //! What a learned name buys is bounded: BPF gives the treatment only to a process of that name
-//! whose own threads then show COOP_PROOF mate events and a crowded enqueue, and this takes it
-//! away again within [`QUIET_WINDOWS`] seconds of the behaviour stopping.
+//! whose own threads then show the behaviour (COOP_PROOF mate events, or co-running) and a
+//! crowded enqueue, and this takes it away again within [`QUIET_WINDOWS`] seconds of the
+//! behaviour stopping.
 
 use std::collections::{HashMap, HashSet};
 
-use crate::bpf_intf::{CommKey, CoopProc};
+use crate::bpf_intf::{COOP_SLEEP_RATIO, CommKey, CoopProc};
 
 /// Mate events in a second from which a process waits on its own threads. A spin-yield team
 /// makes thousands a second, a libgomp team with passive waits one per thread per barrier; a
@@ -24,22 +28,52 @@ use crate::bpf_intf::{CommKey, CoopProc};
 pub const MIN_MATES: u64 = 64;
 /// Crowded enqueues in the same second: its threads wanted more CPUs than they found idle.
 pub const MIN_CROWDED: u64 = 8;
-/// Seconds without a mate event before a process's treatment is withdrawn.
+/// Runs of its threads in a second that ended still runnable (spins). Two threads of an active
+/// wait cut short every slice or group turn make some fifty; a thread that is seldom cut
+/// (a CPU it keeps to itself) makes none.
+pub const MIN_SPINS: u64 = 16;
+/// Flushes of spins in that second that came from another thread than the one before: at least
+/// two threads were cut short while runnable, turn about.
+pub const MIN_SPINNERS: u64 = 2;
+/// Seconds without a mate event or co-running before a process's treatment is withdrawn.
 pub const QUIET_WINDOWS: u32 = 2;
+
+/// Which behaviour a process showed in a second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Evidence {
+    /// Its threads woke each other or yielded ([`MIN_MATES`]).
+    Mates,
+    /// Two or more of its threads were runnable at once and rarely slept ([`corun`]).
+    Corun,
+}
 
 /// What one second showed about one process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// It waited on its own threads while crowded.
-    Showed(u32),
+    /// It waited on its own threads, or co-ran, while crowded.
+    Showed(u32, Evidence),
     /// It held the treatment and stopped showing the behaviour: withdraw it.
     Withdraw(u32),
+}
+
+/// One second's growth of a process's spin counters: at least `min_spins` runs cut short while
+/// runnable, from [`MIN_SPINNERS`] turns of different threads, with at most one sleep per
+/// COOP_SLEEP_RATIO of them. A team that spins at its barriers never sleeps; threads that block
+/// on pipes or locks (hackbench -T) sleep at every message. Single-threaded busy loops, however
+/// many, make no turns: each process has one thread.
+pub fn corun(spins: u64, sleeps: u64, spinners: u64, min_spins: u64) -> bool {
+    spins >= min_spins.max(1)
+        && spinners >= MIN_SPINNERS
+        && sleeps.saturating_mul(u64::from(COOP_SLEEP_RATIO)) <= spins
 }
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Seen {
     mates: u64,
     crowded: u64,
+    spins: u64,
+    sleeps: u64,
+    spinners: u64,
     quiet: u32,
 }
 
@@ -56,14 +90,30 @@ impl Tracker {
         let mut out = Vec::new();
         let mut next = HashMap::with_capacity(rows.len());
         for &(tgid, e) in rows {
-            let prev = self.seen.get(&tgid).copied().filter(|s| e.mates >= s.mates);
+            let spinners = u64::from(e.spinners);
+            let prev = self
+                .seen
+                .get(&tgid)
+                .copied()
+                .filter(|s| e.mates >= s.mates && e.spins >= s.spins);
             let base = prev.unwrap_or_default();
             let mates = e.mates - base.mates;
             let crowded = e.crowded.saturating_sub(base.crowded);
-            if mates >= MIN_MATES && crowded >= MIN_CROWDED {
-                out.push(Verdict::Showed(tgid));
+            let spins = e.spins - base.spins;
+            let sleeps = e.sleeps.saturating_sub(base.sleeps);
+            let turns = spinners.saturating_sub(base.spinners);
+            let corunning = corun(spins, sleeps, turns, MIN_SPINS);
+            if crowded >= MIN_CROWDED {
+                if mates >= MIN_MATES {
+                    out.push(Verdict::Showed(tgid, Evidence::Mates));
+                } else if corunning {
+                    out.push(Verdict::Showed(tgid, Evidence::Corun));
+                }
             }
-            let quiet = if mates == 0 { base.quiet + 1 } else { 0 };
+            // Co-running below MIN_SPINS still keeps the treatment: a granted team's threads
+            // are cut short only when a group turn ends.
+            let active = mates > 0 || corun(spins, sleeps, turns, 1);
+            let quiet = if active { 0 } else { base.quiet + 1 };
             if e.granted != 0 && quiet >= QUIET_WINDOWS {
                 out.push(Verdict::Withdraw(tgid));
                 continue;
@@ -73,6 +123,9 @@ impl Tracker {
                 Seen {
                     mates: e.mates,
                     crowded: e.crowded,
+                    spins: e.spins,
+                    sleeps: e.sleeps,
+                    spinners,
                     quiet,
                 },
             );
@@ -164,6 +217,18 @@ mod tests {
         }
     }
 
+    /// Counters of a process that only spins: `spins` runs cut short, `sleeps`, `spinners` turns.
+    fn spinning(crowded: u64, spins: u64, sleeps: u64, spinners: u32, granted: bool) -> CoopProc {
+        CoopProc {
+            crowded,
+            spins,
+            sleeps,
+            spinners,
+            granted: u32::from(granted),
+            ..CoopProc::default()
+        }
+    }
+
     fn key(name: &str) -> CommKey {
         let mut k = CommKey::default();
         k.comm[..name.len()].copy_from_slice(name.as_bytes());
@@ -173,12 +238,15 @@ mod tests {
     #[test]
     fn a_second_of_mate_events_while_crowded_shows_cooperation() {
         let mut t = Tracker::default();
-        assert_eq!(t.window(&[(7, proc(64, 8, false))]), [Verdict::Showed(7)]);
+        assert_eq!(
+            t.window(&[(7, proc(64, 8, false))]),
+            [Verdict::Showed(7, Evidence::Mates)]
+        );
         // The next second counts only what grew.
         assert_eq!(t.window(&[(7, proc(100, 100, false))]), []);
         assert_eq!(
             t.window(&[(7, proc(200, 108, false))]),
-            [Verdict::Showed(7)]
+            [Verdict::Showed(7, Evidence::Mates)]
         );
     }
 
@@ -210,13 +278,79 @@ mod tests {
     }
 
     #[test]
+    fn threads_cut_short_in_turn_without_sleeping_show_cooperation() {
+        let mut t = Tracker::default();
+        assert_eq!(
+            t.window(&[(5, spinning(8, 16, 0, 2, false))]),
+            [Verdict::Showed(5, Evidence::Corun)]
+        );
+        // Only the growth counts: 16 more spins and 2 more turns, a sleep per 4 spins.
+        assert_eq!(
+            t.window(&[(5, spinning(16, 32, 4, 4, false))]),
+            [Verdict::Showed(5, Evidence::Corun)]
+        );
+        // Mate events, when there are enough, name the evidence first.
+        assert_eq!(
+            t.window(&[(
+                5,
+                CoopProc {
+                    mates: 64,
+                    ..spinning(24, 48, 4, 6, false)
+                }
+            )]),
+            [Verdict::Showed(5, Evidence::Mates)]
+        );
+    }
+
+    #[test]
+    fn one_spinning_thread_sleepers_or_idle_cpus_show_no_co_running() {
+        let mut t = Tracker::default();
+        // One thread's flushes: a turn for its first flush only.
+        assert_eq!(t.window(&[(1, spinning(50, 400, 0, 1, false))]), []);
+        // Threads that sleep more than once per 4 runs cut short (message passing).
+        assert_eq!(t.window(&[(2, spinning(50, 400, 101, 40, false))]), []);
+        // Co-running on CPUs it never had to wait for.
+        assert_eq!(t.window(&[(3, spinning(7, 400, 0, 40, false))]), []);
+        // Too few spins in the second.
+        assert_eq!(t.window(&[(4, spinning(50, 15, 0, 2, false))]), []);
+        assert!(corun(16, 4, 2, MIN_SPINS));
+        assert!(!corun(16, 5, 2, MIN_SPINS));
+        assert!(!corun(0, 0, 2, 0), "no spins are never co-running");
+    }
+
+    #[test]
+    fn co_running_keeps_the_treatment_and_its_end_withdraws_it() {
+        let mut t = Tracker::default();
+        t.window(&[(6, spinning(10, 100, 0, 10, true))]);
+        // A granted team cut short only at its turns' ends: fewer spins, still going on.
+        for i in 1..=4 {
+            assert_eq!(
+                t.window(&[(6, spinning(10 + i, 100 + 8 * i, 0, 10 + 2 * i as u32, true))]),
+                []
+            );
+        }
+        // Its threads now sleep at every run: the behaviour stopped.
+        assert_eq!(t.window(&[(6, spinning(20, 140, 40, 20, true))]), []);
+        assert_eq!(
+            t.window(&[(6, spinning(20, 140, 40, 20, true))]),
+            [Verdict::Withdraw(6)]
+        );
+    }
+
+    #[test]
     fn counters_that_went_back_count_from_zero() {
         let mut t = Tracker::default();
         t.window(&[(9, proc(10_000, 10_000, false))]);
-        assert_eq!(t.window(&[(9, proc(64, 8, false))]), [Verdict::Showed(9)]);
+        assert_eq!(
+            t.window(&[(9, proc(64, 8, false))]),
+            [Verdict::Showed(9, Evidence::Mates)]
+        );
         // An entry gone from the map is forgotten.
         t.window(&[]);
-        assert_eq!(t.window(&[(9, proc(64, 8, false))]), [Verdict::Showed(9)]);
+        assert_eq!(
+            t.window(&[(9, proc(64, 8, false))]),
+            [Verdict::Showed(9, Evidence::Mates)]
+        );
     }
 
     #[test]

@@ -71,13 +71,15 @@ struct Cli {
     coop: Vec<String>,
 
     /// Recognise cooperative groups by behaviour and learn their names in the process database:
-    /// a process whose CPU-bound threads wake each other or sched_yield() while they find no
-    /// idle CPU. After 2 such seconds its name is learned (and kept across restarts); a process
-    /// of a learned name then runs as with --coop once its own threads show that behaviour, and
-    /// loses it 2 s after they stop. A name alone buys nothing. Needs the adaptive loop (the
-    /// database). Off by default: OpenMP's active and short passive waits show no such
-    /// behaviour, and what it costs other multi-threaded programs is not measured enough yet
-    /// (README, "Recognised by behaviour").
+    /// a process whose CPU-bound threads wake each other or sched_yield(), or two or more of
+    /// whose CPU-bound threads run at once and rarely sleep (a spinning wait, OpenMP's active
+    /// one), while they find no idle CPU. After 2 such seconds its name is learned (and kept
+    /// across restarts); a process of a learned name then runs as with --coop once its own
+    /// threads show that behaviour, and loses it 2 s after they stop. A name alone buys
+    /// nothing. Needs the adaptive loop (the database). Off by default: short passive OpenMP
+    /// waits show no such behaviour, threaded programs that do not wait on each other are
+    /// treated as teams too, and what that costs them is not measured enough yet (README,
+    /// "Recognised by behaviour").
     #[arg(long = "coop-learn", conflicts_with = "no_adaptive")]
     coop_learn: bool,
 

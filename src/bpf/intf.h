@@ -66,6 +66,17 @@ enum coop_consts {
 	 * events (two flushes: one is any thread's startup) while one of them found no idle CPU.
 	 */
 	COOP_PROOF = 32,
+	/*
+	 * Co-running, the evidence of a team whose waits spin (OMP_WAIT_POLICY=active): a BATCH
+	 * thread's runs that ended still runnable (its CPU went to another task) are counted, and
+	 * added into its process's entry every COOP_SPIN_FLUSH of them. The process earns the
+	 * treatment by COOP_PROOF such runs, COOP_PROOF_SPINNERS flushes that came from another
+	 * thread than the one before (two or more threads were cut short, none of them sleeping:
+	 * they were runnable at once), and at most one sleep per COOP_SLEEP_RATIO of those runs.
+	 */
+	COOP_SPIN_FLUSH = 8,
+	COOP_PROOF_SPINNERS = 4,
+	COOP_SLEEP_RATIO = 4,
 };
 
 /*
@@ -76,7 +87,11 @@ enum coop_consts {
 struct coop_proc {
 	u64 mates;   /* wakeups of a thread by a thread of the same process, and sched_yield()s */
 	u64 crowded; /* enqueues of its threads that found no idle CPU */
+	u64 spins;   /* its BATCH threads' runs that ended still runnable, without a yield */
+	u64 sleeps;  /* the sleeps of those threads, added with their spins */
 	u32 granted; /* BPF set it: a learned name that showed its behaviour; its threads are TF_COOP */
+	u32 spinners; /* flushes of spins by another thread than the previous one */
+	u32 last_spinner; /* the thread whose spins were added last */
 	u32 _pad0;
 };
 

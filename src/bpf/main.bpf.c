@@ -480,6 +480,8 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 	cpu_ctx(scx_bpf_task_cpu(p))->run_kind = RUN_NONE;
 	if (coop_on_ro)
 		coop_stopping(p, tctx, scx_bpf_task_cpu(p), used, runnable);
+	if (coop_learn_ro)
+		coop_note_stop(p, tctx, runnable);
 	tctx->wait_rescued = 0;
 	if (!runnable)
 		tctx->sleep_at = now;

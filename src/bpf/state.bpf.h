@@ -133,6 +133,8 @@ struct task_ctx {
 	u64 coop_slice;    /* --coop: the slice its current run started with (coop.bpf.h) */
 	u32 coop_mates;    /* --coop-learn: mate wakeups and yields since its last flush */
 	u32 coop_crowd;    /* --coop-learn: enqueues that found no idle CPU since then */
+	u32 coop_spins;    /* --coop-learn: runs that ended runnable, not yielding, since then */
+	u32 coop_sleeps;   /* --coop-learn: sleeps since then */
 };
 
 struct {

@@ -6,9 +6,11 @@
 //! breaks: a spinner holds a CPU while the thread it waits for is queued) and passive, and with
 //! coopbench's sched_yield() barrier. Asserted: the group is recognised (its threads are
 //! dispatched from the coop queues), no thread of a group preempts a mate, and the active wait
-//! finishes sooner than under EEVDF. The other figures are printed. Then the same group,
-//! recognised from behaviour with `--coop-learn` (coop_learned.rs).
+//! finishes sooner than under EEVDF. The other figures are printed, and how late a frame-paced
+//! task wakes beside two active-wait processes under EEVDF (the bar for `--coop-learn`). Then
+//! the same group, recognised from behaviour with `--coop-learn` (coop_learned.rs).
 
+use super::frames::{self, FrameStats};
 use super::*;
 
 pub const COOPBENCH: &str = "/usr/local/bin/coopbench";
@@ -37,12 +39,12 @@ impl Work {
         }
     }
 
-    fn command(self, threads: usize) -> Command {
+    fn command(self, threads: usize, regions: &str) -> Command {
         let mut cmd = Command::new(COOPBENCH);
         let t = threads.to_string();
         match self {
             Work::OmpActive | Work::OmpPassive => {
-                cmd.args(["omp", REGIONS, N])
+                cmd.args(["omp", regions, N])
                     .env("OMP_NUM_THREADS", &t)
                     .env(
                         "OMP_WAIT_POLICY",
@@ -54,7 +56,7 @@ impl Work {
                     );
             }
             Work::Yield => {
-                cmd.args(["yield", REGIONS, N, &t]);
+                cmd.args(["yield", regions, N, &t]);
             }
         }
         cmd
@@ -96,7 +98,7 @@ pub fn run(work: Work) -> Run {
     let threads = online_cpus().len();
     let children: Vec<_> = (0..PROCS)
         .map(|_| {
-            work.command(threads)
+            work.command(threads, REGIONS)
                 .stdout(Stdio::piped())
                 .spawn()
                 .unwrap_or_else(|e| panic!("starting {COOPBENCH}: {e} (the gate runner adds it)"))
@@ -121,6 +123,47 @@ pub fn run(work: Work) -> Run {
     out
 }
 
+/// The frame task beside the groups: a compositor's rhythm at ~144 Hz, as the trust layer's.
+pub const FRAME_PERIOD: Duration = Duration::from_millis(7);
+pub const FRAME_WORK: Duration = Duration::from_millis(1);
+const FRAME_RUN: Duration = Duration::from_secs(4);
+/// Time for the groups to start (and, under `--coop-learn`, to show their behaviour) first.
+const FRAME_WARM: Duration = Duration::from_secs(2);
+
+/// A frame-paced thread of this process beside `PROCS` processes of `work` that outlast it
+/// (they are killed after it): how late an interactive task wakes beside the groups.
+pub fn frames_beside(work: Work) -> FrameStats {
+    let threads = online_cpus().len();
+    let mut children: Vec<_> = (0..PROCS)
+        .map(|_| {
+            work.command(threads, "1000000")
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("starting {COOPBENCH}: {e}"))
+        })
+        .collect();
+    std::thread::sleep(FRAME_WARM);
+    let f = frames::one("gate-coop-frame", FRAME_PERIOD, FRAME_WORK, FRAME_RUN);
+    for c in &mut children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    f
+}
+
+pub fn show_frames(who: &str, work: Work, f: &FrameStats) {
+    eprintln!(
+        "gate coop: {who:<7} frame task beside {}: {} wakes, P50 {:.2} ms, P99 {:.2} ms, max \
+         {:.2} ms, {} frames skipped",
+        work.name(),
+        f.wakes,
+        f.p50_ns as f64 / 1e6,
+        f.p99_ns as f64 / 1e6,
+        f.max_ns as f64 / 1e6,
+        f.skipped
+    );
+}
+
 fn show(who: &str, work: Work, r: &Run) {
     eprintln!(
         "gate coop: {who:<6} {:<12} makespan {:.2} s (processes {}), involuntary switches {}",
@@ -141,6 +184,10 @@ pub fn layer_coop() {
     for (w, r) in Work::ALL.iter().zip(&eevdf) {
         show("EEVDF", *w, r);
     }
+    let eevdf_frames = frames_beside(Work::OmpActive);
+    show_frames("EEVDF", Work::OmpActive, &eevdf_frames);
+    let shares = super::coop_learned::spinner_shares(|_| {});
+    super::coop_learned::show_shares("EEVDF", &shares, "");
 
     let mut sched = SchedulerProc::start(&["--coop", "coopbench"]);
     sched.wait_attached();
@@ -193,7 +240,7 @@ pub fn layer_coop() {
         ours[0].makespan(),
         eevdf[0].makespan()
     );
-    super::coop_learned::layer_coop_learned(&eevdf);
+    super::coop_learned::layer_coop_learned(&eevdf, &eevdf_frames);
 }
 
 #[cfg(test)]

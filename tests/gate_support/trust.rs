@@ -23,7 +23,7 @@ const PLAIN_FRAME: &str = "gate-frame";
 const WARM: Duration = Duration::from_secs(2);
 const WINDOW: Duration = Duration::from_secs(15);
 /// Each plain hog gets at least this fraction of a fair share of the hogs' CPU time.
-const FAIR_FLOOR: f64 = 0.8;
+pub const FAIR_FLOOR: f64 = 0.8;
 /// A frame every 7 ms with 1 ms of work: a compositor at ~144 Hz.
 const FRAME_PERIOD: Duration = Duration::from_millis(7);
 const FRAME_WORK: Duration = Duration::from_millis(1);
@@ -31,8 +31,8 @@ const FRAME_RUN: Duration = Duration::from_secs(12);
 /// The named frame task's P99 may exceed the plain one's by this factor plus FRAME_SLACK_NS:
 /// two identical tasks in one run differ by their luck with QEMU's vCPU round robin (under
 /// EEVDF on 7.3.4 at 2 vCPUs, on a host at load 9 for its 2 cores: 24.1 against 25.2 ms).
-const FRAME_FACTOR: f64 = 1.3;
-const FRAME_SLACK_NS: u64 = 1_000_000;
+pub const FRAME_FACTOR: f64 = 1.3;
+pub const FRAME_SLACK_NS: u64 = 1_000_000;
 
 #[derive(Debug)]
 struct Figures {
