@@ -29,6 +29,20 @@ def test_each_part_is_a_figure_with_the_later_process_as_makespan():
     assert "did not run" in f["oversub-yield"]["error"]
 
 
+def test_the_three_process_parts_need_three_reports():
+    three = "\n".join(["oversub-begin omp-active-3", _line(1.5), _line(1.6), _line(1.7, 4),
+                       "oversub-end omp-active-3", "oversub-state omp-active-3 enabled",
+                       "oversub-begin omp-passive-3", _line(2.1), _line(2.0),
+                       "oversub-end omp-passive-3"])
+    f = figures(OUT + "\n" + three)
+    a = f["oversub-active-3"]
+    assert a["value"] == 1.7 and a["error"] is None and a["extra"]["nivcsw"] == 10
+    assert f["oversub-passive-3"]["value"] is None
+    assert "2 of 3 coopbench processes" in f["oversub-passive-3"]["error"]
+    # The 2-process figures read their own parts only.
+    assert f["oversub-active"]["value"] == 1.02
+
+
 def test_the_step_expands_into_the_plan_figures():
     rec = Record(2, 1, P.PANDEMONIUM_COOP, "oversub", 0, 10.0)
     PARSERS["oversub"](OUT, rec)
@@ -48,6 +62,7 @@ def test_the_learning_scheduler_is_ours_and_its_warm_up_is_no_figure():
     assert not P.is_external(P.PANDEMONIUM_LEARN)
     # The driver's warm-up pairs print no section of their own: only the three parts count.
     out = "oversub-learned 2 1\n" + OUT
-    assert set(figures(out)) == {"oversub-active", "oversub-passive", "oversub-yield"}
+    assert set(figures(out)) == {"oversub-active", "oversub-passive", "oversub-yield",
+                                 "oversub-active-3", "oversub-passive-3"}
     assert figures(out)["oversub-active"]["value"] == 1.02
 

@@ -2,7 +2,7 @@
 
 guest/driver.sh phase_oversub runs 2 coopbench processes at once, each with a thread per CPU, for
 each way a runtime waits at its barriers (libgomp's OMP_WAIT_POLICY=active and passive, and a
-sched_yield() barrier in OpenBLAS's style), and prints
+sched_yield() barrier in OpenBLAS's style), then 3 at once for libgomp's two waits, and prints
 
     oversub-begin PART / one coopbench JSON line per process / oversub-end PART
     oversub-state PART STATE        sched_ext's state when PART ended
@@ -18,10 +18,10 @@ import json
 from .parse import Record, expand_figures, tagged_sections, tagged_states
 from .plan import OVERSUB_FIGURES
 
-PROCS = 2
-# Figure -> the guest's PART.
-FIGURES = {"oversub-active": "omp-active", "oversub-passive": "omp-passive",
-           "oversub-yield": "yield"}
+# Figure -> the guest's PART and how many processes it runs at once.
+FIGURES = {"oversub-active": ("omp-active", 2), "oversub-passive": ("omp-passive", 2),
+           "oversub-yield": ("yield", 2), "oversub-active-3": ("omp-active-3", 3),
+           "oversub-passive-3": ("omp-passive-3", 3)}
 assert list(FIGURES) == [p.name for p in OVERSUB_FIGURES]
 
 
@@ -43,13 +43,13 @@ def figures(text: str) -> dict[str, dict]:
     """Figure name -> {"value", "extra", "error", "state"} for one oversub step."""
     parts, states = tagged_sections(text, "oversub"), tagged_states(text, "oversub")
     out = {}
-    for name, part in FIGURES.items():
+    for name, (part, procs) in FIGURES.items():
         value, extra, error = None, {}, None
         got = reports(parts.get(part, ""))
         if part not in parts:
             error = f"{name}: the {part} part did not run"
-        elif len(got) < PROCS or not all(isinstance(r.get("wall_s"), (int, float)) for r in got):
-            error = f"{name}: {len(got)} of {PROCS} coopbench processes reported"
+        elif len(got) < procs or not all(isinstance(r.get("wall_s"), (int, float)) for r in got):
+            error = f"{name}: {len(got)} of {procs} coopbench processes reported"
         else:
             walls = [r["wall_s"] for r in got]
             value = max(walls)

@@ -459,16 +459,19 @@ felt() {
 phase_frames() { felt frames; }
 phase_audio() { felt audio; }
 # -- oversub: oversubscribed parallel runtimes (issue #34) --------------------------------------
-# 2 coopbench processes at once, each with a thread per CPU, for each way of waiting; output,
-# parsed by ../oversub.py: oversub-begin PART / one JSON line per process / oversub-end PART, and
-# oversub-state PART STATE. PART: omp-active, omp-passive, yield.
-oversub_part() { # PART COMMAND...
-    local part=$1 p1 p2
-    shift
+# 2 coopbench processes at once, each with a thread per CPU, for each way of waiting, then 3 at
+# once for libgomp's two waits; output, parsed by ../oversub.py: oversub-begin PART / one JSON
+# line per process / oversub-end PART, and oversub-state PART STATE. PART: omp-active,
+# omp-passive, yield, omp-active-3, omp-passive-3.
+oversub_part() { # PART PROCESSES COMMAND...
+    local part=$1 k=$2 pids="" i=0 p
+    shift 2
     echo "oversub-begin $part"
-    "$@" & p1=$!
-    "$@" & p2=$!
-    wait $p1; wait $p2
+    while [ $i -lt "$k" ]; do
+        "$@" & pids="$pids $!"
+        i=$((i + 1))
+    done
+    for p in $pids; do wait "$p"; done
     echo "oversub-end $part"
     echo "oversub-state $part $(sx_state)"
 }
@@ -478,7 +481,7 @@ oversub_part() { # PART COMMAND...
 oversub_learn() {
     local i=0
     while [ $i -lt 6 ] && ! grep -q 'coop-learn: recognising "coopbench"' "$R/raw/$tag.sched.log"; do
-        oversub_part learn coopbench yield $1 48 $N > /dev/null
+        oversub_part learn 2 coopbench yield $1 48 $N > /dev/null
         i=$((i + 1)); sleep 1
     done
     echo "oversub-learned $i $(grep -c 'coop-learn: recognising "coopbench"' "$R/raw/$tag.sched.log")"
@@ -486,9 +489,11 @@ oversub_learn() {
 phase_oversub() {
     local r=$BENCH_COOP_REGIONS
     [ "$sched" = pandemonium-learn ] && oversub_learn "$r"
-    oversub_part omp-active env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=active coopbench omp $r 48
-    oversub_part omp-passive env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=passive coopbench omp $r 48
-    oversub_part yield coopbench yield $r 48 $N
+    oversub_part omp-active 2 env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=active coopbench omp $r 48
+    oversub_part omp-passive 2 env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=passive coopbench omp $r 48
+    oversub_part yield 2 coopbench yield $r 48 $N
+    oversub_part omp-active-3 3 env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=active coopbench omp $r 48
+    oversub_part omp-passive-3 3 env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=passive coopbench omp $r 48
 }
 # Idle and load windows for the scheduler's own cost (bench-power).
 phase_idle() { sleep "$BENCH_D"; echo idle; }
