@@ -276,27 +276,35 @@ fn shares_beside_a_threaded_spinner() {
     );
 }
 
-/// With a fresh procdb, active-wait pairs alone teach NAME, and the next pair is granted and
-/// beats EEVDF; then an interactive task beside such a pair, and a non-cooperating threaded
-/// spinner's cost to others.
-fn active_wait_is_learned(eevdf: &Run, eevdf_frames: &FrameStats, path: &Path) -> u64 {
-    let _ = fs::remove_file(path);
-    let mut sched = start();
+/// Runs pairs of `work` until BPF holds NAME as learned (at most LEARN_RUNS), each pair's
+/// makespan printed; fails the layer with the scheduler's output if none taught it. Returns how
+/// many pairs it took.
+fn teach(work: Work, what: &str, sched: &SchedulerProc) -> usize {
     let mut runs = 0;
     while runs < LEARN_RUNS && !learned_in_bpf() {
-        let r = coop::run(Work::OmpActive);
+        let r = coop::run(work);
         runs += 1;
         eprintln!(
-            "gate coop: learning from active waits, pair {runs}: makespan {:.2} s",
+            "gate coop: learning from {what} pairs, pair {runs}: makespan {:.2} s",
             r.makespan()
         );
         wait_learned(Duration::from_millis(1500));
     }
     assert!(
         learned_in_bpf(),
-        "{runs} active-wait pairs did not teach the procdb {NAME:?}:\n{}",
+        "{runs} {what} pairs did not teach the procdb {NAME:?}:\n{}",
         sched.output()
     );
+    runs
+}
+
+/// With a fresh procdb, active-wait pairs alone teach NAME, and the next pair is granted and
+/// beats EEVDF; then an interactive task beside such a pair, and a non-cooperating threaded
+/// spinner's cost to others.
+fn active_wait_is_learned(eevdf: &Run, eevdf_frames: &FrameStats, path: &Path) -> u64 {
+    let _ = fs::remove_file(path);
+    let mut sched = start();
+    let runs = teach(Work::OmpActive, "active-wait", &sched);
     eprintln!("gate coop: {NAME} learned from active waits after {runs} pairs");
     let (r, d) = measured(Work::OmpActive);
     show("active", Work::OmpActive, &r, &d, eevdf);
@@ -359,17 +367,7 @@ pub fn layer_coop_learned(eevdf: &[Run], eevdf_frames: &FrameStats) {
 
     let mut sched = start();
     messaging_is_not_learned();
-    let mut runs = 0;
-    while runs < LEARN_RUNS && !learned_in_bpf() {
-        coop::run(Work::Yield);
-        runs += 1;
-        wait_learned(Duration::from_millis(1500));
-    }
-    assert!(
-        learned_in_bpf(),
-        "{runs} yield pairs did not teach the procdb {NAME:?}:\n{}",
-        sched.output()
-    );
+    let runs = teach(Work::Yield, "yield", &sched);
     eprintln!("gate coop: {NAME} learned after {runs} yield pairs");
 
     let mut total = Delta::default();
