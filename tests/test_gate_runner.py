@@ -8,7 +8,8 @@ import pytest
 
 from tools.pandemonium.common import PROJECT_ROOT, PandemoniumError
 from tools.pandemonium.gate_runner import (GATE_SOURCE, GUEST_COOPBENCH, GUEST_GATE,
-                                           HOST_LAYERS, failure_in_log, guest_files,
+                                           HOST_LAYERS, _service_gate_run, failure_in_log,
+                                           guest_files,
                                            host_layers, known_layers, layer_times_in_log,
                                            parse_layers, skipped_in_log, slowest_line)
 
@@ -50,6 +51,18 @@ def test_a_failure_names_the_last_layer_passed_and_the_panic(tmp_path):
         "right: (Some(LatCritical), Some(Batch))",
     ]
     assert failure_in_log(tmp_path / "missing.log") == []
+
+
+def test_a_failed_service_run_names_its_problems_in_the_summary(tmp_path):
+    from tools.pandemonium.vm.service import PhaseResult, ServiceRun
+    run = ServiceRun(rc=1, kernel="6.18", accel="tcg-single", duration_s=145.9,
+                     image=tmp_path / "img", out_dir=tmp_path)
+    run.phases.append(PhaseResult("main", 1, problems=["main: monitor: FAILED: no output"]))
+    gate = _service_gate_run(2, run)
+    assert not gate.passed
+    assert gate.failure == ["main: monitor: FAILED: no output", f"logs in {tmp_path}"]
+    run.rc, run.phases = 0, [PhaseResult("main", 0)]
+    assert _service_gate_run(2, run).failure == []
 
 
 def test_step_times_are_read_and_the_slowest_named(tmp_path):

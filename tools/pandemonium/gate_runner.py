@@ -252,7 +252,13 @@ def _service_banner(cpus: int, kernel: str, extra_args: str, beside: bool) -> No
 
 
 def _service_gate_run(cpus: int, res) -> GateRun:
-    return GateRun(cpus, res.kernel, ["service"], res.rc, res.accel, res.duration_s)
+    # Its problems go to the summary: beside another gate its own lines scroll out of the tail
+    # the CI keeps.
+    problems = [p[:300] for phase in res.phases for p in phase.problems]
+    if res.rc != 0 and res.out_dir is not None:
+        problems.append(f"logs in {res.out_dir}")
+    return GateRun(cpus, res.kernel, ["service"], res.rc, res.accel, res.duration_s,
+                   failure=problems)
 
 
 def run_service(cpus: int, kernel: str, accel: str, extra_args: str = "",
