@@ -103,8 +103,7 @@ static __always_inline void coop_running(struct task_struct *p, struct task_ctx 
  * slice it started with (coop_slice, set in running() once runner_started() has shortened it
  * for interactive work, and zeroed when the tick cuts it for such work) was preempted: a kick or
  * a preempting insertion zeroes the slice, so the slice left cannot tell. Its CPU remembers its
- * group until the next task starts there. (A higher class taking the CPU, a mate next, would
- * count too: clearing it in cpu_release() grew that 6-instruction program past the record.)
+ * group until the next task starts there, or until a higher class takes it (cpu_release()).
  */
 static __always_inline void coop_stopping(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 					  u64 used, bool runnable)

@@ -781,6 +781,13 @@ void BPF_STRUCT_OPS(pandemonium_cpu_online, s32 cpu)
  */
 void BPF_STRUCT_OPS(pandemonium_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
+	/*
+	 * --coop: a higher class takes the CPU (the fair class too, while tasks move over at
+	 * attach), so a group's thread cut short here was not cut by a mate, whichever task of
+	 * ours runs here next (coop_running()).
+	 */
+	if (coop_on_ro)
+		cpu_ctx(cpu)->run_group = 0;
 	scx_bpf_reenqueue_local();
 }
 
