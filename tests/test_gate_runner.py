@@ -9,9 +9,9 @@ import pytest
 from tools.pandemonium.common import PROJECT_ROOT, PandemoniumError
 from tools.pandemonium.gate_runner import (GATE_SOURCE, GUEST_COOPBENCH, GUEST_GATE,
                                            HOST_LAYERS, _service_gate_run, failure_in_log,
-                                           guest_files,
-                                           host_layers, known_layers, layer_times_in_log,
-                                           parse_layers, skipped_in_log, slowest_line)
+                                           guest_files, host_layers, known_layers,
+                                           layer_times_in_log, parse_layers, skipped_in_log,
+                                           slowest_line)
 
 
 def test_default_is_full_gate():

@@ -154,8 +154,7 @@ def packed_per_sample(blocks: list[dict[str, str]]) -> tuple[set[str], set[str],
     """The modes and `knob_pack` values the samples after the first show, and how many wakeups
     BPF packed between the second sample and the last. Not from the first: the daemon logs a
     switch before it writes the new mode's knobs in the same tick, so the first sample, taken
-    as soon as the log line shows, can precede the write (2 wakeups packed under balanced,
-    once in three runs)."""
+    as soon as the log line shows, can precede the write."""
     if len(blocks) < 3:
         raise CheckFailed(f"{len(blocks)} --monitor samples, 3 needed")
     later = blocks[1:]
