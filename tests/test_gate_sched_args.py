@@ -138,7 +138,8 @@ def test_start_service_builds_first_and_boots_in_a_thread(monkeypatch):
     def boot(prep, cpus, echo):
         release.wait(5)
         events.append(("boot", threading.current_thread().name, prep, cpus, echo))
-        return SimpleNamespace(kernel="6.18", rc=0, accel="tcg-single", duration_s=2.0)
+        return SimpleNamespace(kernel="6.18", rc=0, accel="tcg-single", duration_s=2.0,
+                               phases=[], out_dir=None)
     monkeypatch.setattr(service, "boot_service_layer", boot)
     join = gate_runner.start_service(2, "default", "tcg-single", "", "pending")
     assert events == [("prepare", threading.current_thread().name, "pending")]
