@@ -108,11 +108,6 @@ impl<'obj> Scheduler<'obj> {
             *slot = *size;
         }
 
-        // Its only work is --coop's: without it, no tracepoint runs on every exec.
-        skel.progs
-            .pandemonium_exec
-            .set_autoload(!opts.coop.is_empty() || opts.coop_learn);
-
         let started = Instant::now();
         info!(
             "loading BPF program ({} possible CPUs, {} online, {} node(s))",

@@ -617,17 +617,26 @@ bool BPF_STRUCT_OPS(pandemonium_yield, struct task_struct *from, struct task_str
 }
 
 /*
- * --coop names a program, and a program's name is its comm from exec on: a shell's child that
- * execs the named program is in the group from its first run, not from the next periodic
- * refresh_identity() in note_stop(). Loaded only with --coop or --coop-learn (src/scheduler.rs).
+ * exec starts another program in the same task.
+ * - Its first sleep ends its start, as a new task's does (note_stop(): start_over() when no
+ *   wakeup is on record). A shell's child that had slept once before it exec'd had one, so the
+ *   new program was judged by its start burst, cut only by preemptions: a game launched beside
+ *   a build entered its frame loop BATCH and its main thread waited 20-60 ms a frame for a
+ *   second. The rates it inherited stay: zeroed as well, they scored every start burst BATCH,
+ *   and a launch crawled in the batch DSQ behind a build.
+ * - --coop names a program, and a program's name is its comm from exec on: a shell's child that
+ *   execs the named program is in the group from its first run, not from the next periodic
+ *   refresh_identity() in note_stop().
  */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(pandemonium_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	struct task_ctx *tctx = task_ctx(p);
 
-	if (tctx)
+	if (tctx) {
 		refresh_identity(p, tctx);
+		tctx->last_wake_at = 0;
+	}
 	return 0;
 }
 
