@@ -148,7 +148,7 @@ PHASES: dict[str, Phase] = {p.name: p for p in [
     Phase("audio", "audio periods alone and beside a build", "-", 8.0,
           windows=1 + BESIDE_WINDOWS),
     *AUDIO_FIGURES,
-    # One guest step with the figures above: each workload's 2 processes at once, in turn.
+    # One guest step with the figures above: each workload's 2 or 3 processes at once, in turn.
     Phase("oversub", "oversubscribed parallel runtimes", "-", 35.0, timed=False),
     *OVERSUB_FIGURES,
     # Building blocks of the other bench commands.
