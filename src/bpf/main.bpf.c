@@ -9,6 +9,7 @@
 #include "state.bpf.h"
 #include "cgroup.bpf.h"
 #include "weight.bpf.h"
+#include "family.bpf.h"
 #include "autogroup.bpf.h"
 #include "classify.bpf.h"
 #include "coop_learn.bpf.h"
@@ -93,8 +94,9 @@ static __always_inline s32 wake_sync_target(struct task_struct *p, bool pair,
  * command) handed the CPU from parent to child and back while a woken task in the overflow
  * waited tens of milliseconds.
  */
-static __always_inline s32 handoff_cpu(struct task_struct *p, u64 wake_flags, bool pair,
-					struct task_ctx *wctx)
+static __always_inline s32 handoff_cpu(struct task_struct *p, struct task_ctx *tctx,
+					u64 wake_flags, bool pair, struct task_ctx *wctx,
+					struct topo_params *tp)
 {
 	struct task_struct *waker = bpf_get_current_task_btf();
 	s32 cpu = bpf_get_smp_processor_id();
@@ -106,6 +108,10 @@ static __always_inline s32 handoff_cpu(struct task_struct *p, u64 wake_flags, bo
 	if (!cpu_is_online(cpu) || !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
 	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0 || scx_bpf_dsq_nr_queued(cpu) > 0 ||
 	    scx_bpf_dsq_nr_queued(node_dsq(cpu_node(cpu))) > 0)
+		return -1;
+	/* A chain that ran past its share waits its turn with the BATCH work (family.bpf.h). */
+	family_vtime(p, tctx);
+	if (outran_share(p, tctx, 0, cpu_node(cpu), tp))
 		return -1;
 	return cpu;
 }
@@ -133,7 +139,7 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 	if (wctx)
 		record_wakee(p, wctx, bpf_ktime_get_ns());
 	pair = sync_pair(tctx, wctx, tp);
-	cpu = handoff_cpu(p, wake_flags, pair, wctx);
+	cpu = handoff_cpu(p, tctx, wake_flags, pair, wctx, tp);
 	if (cpu >= 0) {
 		task_vtime(p, tctx, SCX_ENQ_WAKEUP, k, tp);
 		insert_local(p, tctx, cpu, task_slice(tctx, k), 0);
@@ -293,7 +299,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	 * has behaved like BATCH for MATURE_SAMPLES slices (note_stop()): a program started during
 	 * a build must not queue behind the build.
 	 */
-	if (tctx->tier == TIER_BATCH || outran_share(p, 0, tp)) {
+	if (tctx->tier == TIER_BATCH || outran_share(p, tctx, 0, cpu_node(cpu), tp)) {
 		insert_batch(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
 		return;
 	}
@@ -483,8 +489,10 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 	if (coop_learn_ro)
 		coop_note_stop(p, tctx, runnable);
 	tctx->wait_rescued = 0;
-	if (!runnable)
+	if (!runnable) {
 		tctx->sleep_at = now;
+		tctx->kin = 0;
+	}
 	note_stop(p, tctx, k, used, runnable, now);
 }
 
@@ -640,6 +648,14 @@ int BPF_PROG(pandemonium_exec, struct task_struct *p, pid_t old_pid, struct linu
 	return 0;
 }
 
+/* A process's exit: its parent takes up the vtime it reached (family_note_exit()). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(pandemonium_proc_exit, struct task_struct *p)
+{
+	family_note_exit(p, bpf_ktime_get_ns());
+	return 0;
+}
+
 void BPF_STRUCT_OPS(pandemonium_enable, struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
@@ -652,7 +668,9 @@ void BPF_STRUCT_OPS(pandemonium_enable, struct task_struct *p)
 	 */
 	if (tctx)
 		autogroup_refresh(p, tctx);
-	p->scx.dsq_vtime = tctx ? cg_start_vtime(tctx) : vtime_now;
+	p->scx.dsq_vtime = tctx ? family_start_vtime(p, tctx, bpf_get_current_task_btf(),
+						     cg_start_vtime(tctx))
+				: vtime_now;
 	if (tctx) {
 		task_weight(p, tctx, bpf_ktime_get_ns());
 		refresh_identity(p, tctx);

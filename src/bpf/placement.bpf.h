@@ -24,11 +24,11 @@ static __always_inline u64 awake_lag_cap(const struct task_ctx *tctx, const stru
  * credit, a task that stayed runnable only its tier's awake cap (floor), and nothing may be
  * pushed so far ahead that it waits behind everything forever (ceiling).
  */
-static __always_inline u64 task_vtime(struct task_struct *p, const struct task_ctx *tctx,
+static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tctx,
 				      u64 enq_flags, struct tuning_knobs *k,
 				      struct topo_params *tp)
 {
-	u64 vtime = p->scx.dsq_vtime;
+	u64 vtime = enq_flags & SCX_ENQ_WAKEUP ? family_vtime(p, tctx) : p->scx.dsq_vtime;
 	u64 now = vtime_now;
 	u64 lag = enq_flags & SCX_ENQ_WAKEUP ? tp->lag_cap_ns * k->lag_scale
 					     : awake_lag_cap(tctx, tp);
@@ -48,17 +48,22 @@ static __always_inline u64 task_vtime(struct task_struct *p, const struct task_c
 
 /*
  * Has the task run past what its weight buys? Its vtime (with @pending, the charge of a run not
- * yet stopped) is more than the lag cap ahead of the clock. The interactive tiers go before BATCH
- * work only while they have not: a task that behaves interactively sleeps and stays near the
- * clock, so this takes nothing from it, but a new busy loop (INTERACTIVE until classified, or
- * LAT_CRITICAL for a dozen slices after a short first sleep) would run ahead of every BATCH
- * task whatever its nice or cgroup weight. Past the cap it queues with the BATCH work, in vtime
- * order.
+ * yet stopped) is more than the lag cap ahead of the clock, or, for a link of a fork/exit chain,
+ * ahead of the BATCH work waiting on @node by more than a lag cap and a batch slice
+ * (chain_ahead()). The interactive tiers go before BATCH work only while they have not: a task
+ * that behaves interactively sleeps and stays near the clock, so this takes nothing from it, but
+ * a new busy loop (INTERACTIVE until classified, or LAT_CRITICAL for a dozen slices after a short
+ * first sleep) would run ahead of every BATCH task whatever its nice or cgroup weight. Past
+ * either mark it queues with the BATCH work, in vtime order.
  */
-static __always_inline bool outran_share(const struct task_struct *p, u64 pending,
+static __always_inline bool outran_share(const struct task_struct *p,
+					 const struct task_ctx *tctx, u64 pending, u32 node,
 					 const struct topo_params *tp)
 {
-	return time_before(vtime_now + tp->lag_cap_ns, p->scx.dsq_vtime + pending);
+	u64 vtime = p->scx.dsq_vtime + pending;
+
+	return time_before(vtime_now + tp->lag_cap_ns, vtime) ||
+	       (tctx->kin && chain_ahead(vtime, node));
 }
 
 /*

@@ -170,7 +170,7 @@ static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct tas
 	 * that ran ahead) it queues with the BATCH work by vtime (enqueue()) and takes no CPU
 	 * from it.
 	 */
-	if (outran_share(p, 0, tp))
+	if (outran_share(p, tctx, 0, cpu_node(cpu), tp))
 		return false;
 	/* A CPU past cpu_offline must not send IPIs (see kick_cpu()). */
 	if (!cpu_ctx(bpf_get_smp_processor_id())->online)
@@ -300,7 +300,7 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
 	 * ahead of every BATCH task, whatever its nice.
 	 */
 	if (tctx->awake_runtime + ran > cpu_bound_thresh_ns(k) ||
-	    outran_share(prev, charge_vtime(ran, tctx->weight), tp))
+	    outran_share(prev, tctx, charge_vtime(ran, tctx->weight), node, tp))
 		return false;
 	if (scx_bpf_dsq_nr_queued(cpu) > 0 ||
 	    scx_bpf_dsq_nr_queued(node_dsq(node)) > 0 ||

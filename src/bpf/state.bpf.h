@@ -121,6 +121,7 @@ struct task_ctx {
 	u8 cg_idle;        /* its cgroup (or an ancestor) has cpu.idle set */
 	u8 wait_rescued;   /* the wait bound picked it: its next run is not cut short (dispatch.bpf.h) */
 	u8 yielded;        /* sched_yield() gave its CPU up: not kept until it runs (yield.bpf.h) */
+	u8 kin;            /* a link of a fork/exit chain, until it next sleeps (family.bpf.h) */
 	u64 cgid;          /* its cgroup's id, 0 in the root cgroup */
 	u64 cnt_cgid;      /* the group whose runnable_weight holds cnt_w */
 	u64 cnt_w;         /* weight it added to that sum while runnable, 0 if none */
@@ -131,6 +132,7 @@ struct task_ctx {
 	u64 enq_dsq;       /* trace_slow_ro only: the DSQ of the last insertion */
 	u64 enq_flags;     /* trace_slow_ro only: that insertion's enqueue flags */
 	u64 coop_slice;    /* --coop: the slice its current run started with (coop.bpf.h) */
+	u64 family_vt;     /* the furthest vtime a child of it exited at (family.bpf.h) */
 	u32 coop_mates;    /* --coop-learn: mate wakeups and yields since its last flush */
 	u32 coop_crowd;    /* --coop-learn: enqueues that found no idle CPU since then */
 	u32 coop_spins;    /* --coop-learn: runs that ended runnable, not yielding, since then */
