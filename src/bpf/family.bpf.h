@@ -88,7 +88,7 @@ __noinline int chain_ahead(u64 vtime, u32 node)
 {
 	struct tuning_knobs *k = knobs();
 	struct topo_params *tp = topo();
-	u64 dsq = BATCH_DSQ_BASE + node;
+	u64 dsq = batch_dsq(node);
 	struct task_struct *q;
 	int ahead = 0;
 
