@@ -13,8 +13,8 @@
  * (the kin mark) until it next sleeps; a child a link forks starts at its parent's vtime and is a
  * link too. The chain's vtime then advances by what all its links ran, and what it is measured
  * against is the head of the batch DSQ, the least vtime the BATCH work beside it is owed, which
- * the chain cannot drag: more than a lag cap and a batch slice ahead of it, a link queues with
- * the BATCH work in vtime order, preempts none of it and gets no handoff.
+ * the chain cannot drag: more than two shared batch slices ahead of it (chain_ahead()), a link
+ * queues with the BATCH work in vtime order, preempts none of it and gets no handoff.
  *
  * Only links are measured so. Busy loops in a fair rotation wait one or two batch slices behind
  * the clock and a BATCH task woken from a long sleep its whole credit (lag cap x lag scale), so
@@ -79,23 +79,29 @@ static __always_inline void family_note_exit(struct task_struct *p, u64 now)
 }
 
 /*
- * outran_share() for a link: is @vtime more than a lag cap and a batch slice ahead of the head of
- * @node's batch DSQ? A global function, verified once on its own: inlined, its DSQ walk was
- * verified again along every path of enqueue() and dispatch() that reach it (a quarter more
- * instructions each).
+ * outran_share() for a link: is @vtime more than two shared batch slices ahead of the head of
+ * @node's batch DSQ? The head waits about one rotation of the BATCH work (a slice each), so a
+ * link near the clock is one slice ahead of it; one more and the chain has had its turn. The
+ * mark bounds how long a held link waits: it queues behind every BATCH task below its vtime, and
+ * those run it off a slice at a time. A lag cap and a whole batch slice above the head (44 ms at
+ * 2 CPUs) held back-to-back launches beside two busy loops per CPU 68-82 ms at their P99, against
+ * the fair class's 24-35; two shared slices hold them 29-33.
+ *
+ * A global function, verified once on its own: inlined, its DSQ walk was verified again along
+ * every path of enqueue() and dispatch() that reach it (a quarter more instructions each).
  */
 __noinline int chain_ahead(u64 vtime, u32 node)
 {
 	struct tuning_knobs *k = knobs();
-	struct topo_params *tp = topo();
 	u64 dsq = batch_dsq(node);
+	s32 waiting = scx_bpf_dsq_nr_queued(dsq);
 	struct task_struct *q;
 	int ahead = 0;
 
-	if (!k || !tp || scx_bpf_dsq_nr_queued(dsq) <= 0)
+	if (!k || waiting <= 0)
 		return 0;
 	bpf_for_each(scx_dsq, q, dsq, 0) {
-		ahead = time_before(q->scx.dsq_vtime + tp->lag_cap_ns + k->batch_slice_ns, vtime);
+		ahead = time_before(q->scx.dsq_vtime + 2 * shared_batch_slice(k, waiting), vtime);
 		break;
 	}
 	return ahead;

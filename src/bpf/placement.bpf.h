@@ -49,7 +49,7 @@ static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tc
 /*
  * Has the task run past what its weight buys? Its vtime (with @pending, the charge of a run not
  * yet stopped) is more than the lag cap ahead of the clock, or, for a link of a fork/exit chain,
- * ahead of the BATCH work waiting on @node by more than a lag cap and a batch slice
+ * ahead of the BATCH work waiting on @node by more than two shared batch slices
  * (chain_ahead()). The interactive tiers go before BATCH work only while they have not: a task
  * that behaves interactively sleeps and stays near the clock, so this takes nothing from it, but
  * a new busy loop (INTERACTIVE until classified, or LAT_CRITICAL for a dozen slices after a short

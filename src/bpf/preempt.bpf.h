@@ -50,6 +50,24 @@ static __always_inline bool claim_runner(s32 cpu, u64 deadline)
 }
 
 /*
+ * A batch slice is long so that CPU-bound work keeps its caches, which only pays while nobody
+ * waits for the CPU. With others queued behind it, each of them waited a whole 20 ms slice per
+ * task ahead: a build's compile step or a server's worker woken CPU-bound sat 20-40 ms behind
+ * two busy loops per CPU, where the fair class rotates every few milliseconds. The slice is
+ * shared among the BATCH tasks waiting on this node, down to an eighth of it. A cooperative
+ * group's thread keeps its group's quantum (coop_running()): its mates wait in the groups' queue.
+ */
+static __always_inline void share_batch_slice(struct task_struct *p,
+					      const struct tuning_knobs *k, u32 node)
+{
+	s32 waiting = scx_bpf_dsq_nr_queued(batch_dsq(node));
+	u64 s = shared_batch_slice(k, waiting);
+
+	if (waiting > 0 && p->scx.slice > s)
+		p->scx.slice = s;
+}
+
+/*
  * running(): what a waker may claim here from now on (claim_runner()), and the slice a BATCH task
  * starts with. No waker claims a wait-bound rescue (run_outwaited()).
  *
@@ -68,11 +86,14 @@ static __always_inline void runner_started(struct task_struct *p, struct task_ct
 		cpu_ctx(cpu)->run_kind = RUN_NONE;
 	else
 		cpu_ctx(cpu)->run_kind = tctx->tier == TIER_BATCH ? RUN_BATCH : RUN_OTHER;
-	if (tctx->tier == TIER_BATCH && !tctx->wait_rescued && (k = knobs()) && (tp = topo()) &&
-	    p->scx.slice > k->preempt_thresh_ns &&
+	if (tctx->tier != TIER_BATCH || tctx->wait_rescued || !(k = knobs()) || !(tp = topo()))
+		return;
+	if (p->scx.slice > k->preempt_thresh_ns &&
 	    (scx_bpf_dsq_nr_queued(node_dsq(cpu_node(cpu))) > 0 ||
 	     rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp) >= 0))
 		p->scx.slice = k->preempt_thresh_ns;
+	else if (!(tctx->flags & TF_COOP))
+		share_batch_slice(p, k, cpu_node(cpu));
 }
 
 /*
