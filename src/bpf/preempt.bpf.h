@@ -61,9 +61,13 @@ static __always_inline void share_batch_slice(struct task_struct *p,
 					      const struct tuning_knobs *k, u32 node)
 {
 	s32 waiting = scx_bpf_dsq_nr_queued(batch_dsq(node));
-	u64 s = shared_batch_slice(k, waiting);
+	u64 s;
 
-	if (waiting > 0 && p->scx.slice > s)
+	/* The common case beside no other BATCH work: no division. */
+	if (waiting <= 0)
+		return;
+	s = shared_batch_slice(k, waiting);
+	if (p->scx.slice > s)
 		p->scx.slice = s;
 }
 

@@ -329,13 +329,12 @@ static __always_inline u64 batch_dsq(u32 node)
 /* share_batch_slice(): a batch slice is shared down to this fraction of it. */
 #define BATCH_SHARE_MIN_DIV 8
 
-/* The slice a BATCH task runs while @waiting others wait in its node's batch DSQ. */
-static __always_inline u64 shared_batch_slice(const struct tuning_knobs *k, s32 waiting)
+/* The slice a BATCH task runs while @waiting (> 0) others wait in its node's batch DSQ. */
+static __always_inline u64 shared_batch_slice(const struct tuning_knobs *k, u32 waiting)
 {
-	u64 s = k->batch_slice_ns / ((waiting > 0 ? (u64)waiting : 0) + 1);
+	u64 s = k->batch_slice_ns / (waiting + 1), floor = k->batch_slice_ns / BATCH_SHARE_MIN_DIV;
 
-	return s > k->batch_slice_ns / BATCH_SHARE_MIN_DIV ? s :
-	       k->batch_slice_ns / BATCH_SHARE_MIN_DIV;
+	return s > floor ? s : floor;
 }
 
 static __always_inline u64 coop_dsq(u32 node)
