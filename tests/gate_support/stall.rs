@@ -9,6 +9,7 @@ use super::emulator::{StopWatcher, Stops};
 use super::workload::{Mix, assert_all_progressed, worst_gap};
 use super::*;
 use scx_pandemonium::cli::probe::{self, Pacing, ProbeConfig, ProbeReport};
+use scx_pandemonium::cli::stats::percentile;
 use scx_pandemonium::cli::stress::{self, Load, StressConfig};
 use scx_pandemonium::longest_wait;
 use std::sync::Arc;
@@ -270,15 +271,14 @@ fn chain_share(n: usize) -> ChainShare {
     let forks = (links.load(Ordering::Relaxed) - links0) as f64 / took.as_secs_f64();
     let launch = run_counter();
     stop.store(true, Ordering::Relaxed);
-    let mut link_times: Vec<Duration> = chains
+    let mut link_ns: Vec<u64> = chains
         .into_iter()
         .flat_map(|c| c.join().expect("a chain thread panicked"))
+        .map(|d| d.as_nanos() as u64)
         .collect();
-    link_times.sort_unstable();
-    let link_p99 = link_times
-        .get(link_times.len() * 99 / 100)
-        .copied()
-        .expect("no link of a chain finished");
+    link_ns.sort_unstable();
+    let link_p99 =
+        Duration::from_nanos(percentile(&link_ns, 0.99).expect("no link of a chain finished"));
     ChainShare {
         loops: by_label(&ns, "loop") as f64 / (took.as_nanos() as f64 * n as f64),
         alone,
