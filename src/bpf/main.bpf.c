@@ -101,6 +101,13 @@ static __always_inline s32 handoff_cpu(struct task_struct *p, struct task_ctx *t
 	struct task_struct *waker = bpf_get_current_task_btf();
 	s32 cpu = bpf_get_smp_processor_id();
 
+	/*
+	 * A wakeup from an interrupt (a timer's) has no waker: the current task is whatever the
+	 * interrupt cut into. Taken for the waker, an exiting one (a build's short process, still
+	 * in do_exit()) held a periodic audio thread in its local DSQ for up to 40 ms.
+	 */
+	if (!bpf_in_task())
+		return -1;
 	if (!((wake_flags & SCX_WAKE_FORK) && p->vfork_done) && !(waker->flags & PF_EXITING)) {
 		if (!pair || !wctx || wctx->tier == TIER_BATCH)
 			return -1;
