@@ -62,7 +62,15 @@ def test_the_learning_scheduler_is_ours_and_its_warm_up_is_no_figure():
     assert not P.is_external(P.PANDEMONIUM_LEARN)
     # The driver's warm-up pairs print no section of their own: only the three parts count.
     out = "oversub-learned 2 1\n" + OUT
-    assert set(figures(out)) == {"oversub-active", "oversub-passive", "oversub-yield",
-                                 "oversub-active-3", "oversub-passive-3"}
+    assert set(figures(out)) == {"oversub-active", "oversub-passive", "oversub-yield-1",
+                                 "oversub-yield", "oversub-active-3", "oversub-passive-3"}
     assert figures(out)["oversub-active"]["value"] == 1.02
 
+
+def test_the_yield_barrier_alone_is_its_own_part_and_a_reference():
+    alone = "\n".join(["oversub-begin yield-1", _line(17.6), "oversub-end yield-1",
+                        "oversub-begin yield", _line(4.2), _line(6.0), "oversub-end yield"])
+    f = figures(alone)
+    assert f["oversub-yield-1"]["value"] == 17.6 and f["oversub-yield-1"]["error"] is None
+    assert f["oversub-yield"]["value"] == 6.0
+    assert P.PHASES["oversub-yield-1"].reference and not P.PHASES["oversub-yield"].reference

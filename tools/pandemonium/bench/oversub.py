@@ -2,7 +2,8 @@
 
 guest/driver.sh phase_oversub runs 2 coopbench processes at once, each with a thread per CPU, for
 each way a runtime waits at its barriers (libgomp's OMP_WAIT_POLICY=active and passive, and a
-sched_yield() barrier in OpenBLAS's style), then 3 at once for libgomp's two waits, and prints
+sched_yield() barrier in OpenBLAS's style, after one such process alone), then 3 at once for
+libgomp's two waits, and prints
 
     oversub-begin PART / one coopbench JSON line per process / oversub-end PART
     oversub-state PART STATE        sched_ext's state when PART ended
@@ -20,7 +21,8 @@ from .plan import OVERSUB_FIGURES
 
 # Figure -> the guest's PART and how many processes it runs at once.
 FIGURES = {"oversub-active": ("omp-active", 2), "oversub-passive": ("omp-passive", 2),
-           "oversub-yield": ("yield", 2), "oversub-active-3": ("omp-active-3", 3),
+           "oversub-yield-1": ("yield-1", 1), "oversub-yield": ("yield", 2),
+           "oversub-active-3": ("omp-active-3", 3),
            "oversub-passive-3": ("omp-passive-3", 3)}
 assert list(FIGURES) == [p.name for p in OVERSUB_FIGURES]
 

@@ -105,6 +105,12 @@ OVERSUB_FIGURES = [
             "oversub", target=1 / 3, target_note="3x EEVDF's throughput (#34)"),
     _figure("oversub-passive", "2 libgomp processes, OMP_WAIT_POLICY=passive: makespan", "s",
             "oversub", target=1.0),
+    # One process alone: the 2-process figure's yardstick. Under single-threaded TCG a spinner
+    # whose sched_yield() finds nothing else to run keeps its vCPU's whole turn of the round
+    # robin while the thread it waits for waits for its own turn, so alone can take longer
+    # than two processes together: then the figure measures the emulator, not the scheduler.
+    _figure("oversub-yield-1", "1 sched_yield() barrier process alone: time", "s", "oversub",
+            reference=True),
     _figure("oversub-yield", "2 sched_yield() barrier processes (OpenBLAS style): makespan",
             "s", "oversub"),
     _figure("oversub-active-3", "3 libgomp processes, OMP_WAIT_POLICY=active: makespan", "s",

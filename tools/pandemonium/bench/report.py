@@ -133,7 +133,14 @@ ROUND_ROBIN_CAVEAT = (
     "tcg-icount a runqueue-lock wait on cpu1 took 44 ms at the median). A wakeup or kick "
     "aimed at a busy vCPU likewise waits for its turn: beside a build at 2 vCPUs under "
     "tcg-icount an audio period missed 54 % of its deadlines under EEVDF, none at 1 vCPU with "
-    "the same load per CPU. Compare such schedulers under tcg-multi as well.")
+    "the same load per CPU. So does a timer: beside the build at 4 vCPUs the audio thread's "
+    "hrtimer fired 1.4 ms after its expiry at the median under ours and 0.9 ms under "
+    "scx_bpfland, which sent about twice the IPIs (an IPI ends the sender's turn), before either "
+    "scheduler saw the wakeup. A thread spinning on sched_yield() with nothing else to run keeps "
+    "its vCPU's whole turn while the thread it waits for waits for its own: one 4-thread "
+    "yield-barrier process alone at 4 vCPUs took 17.6 s under scx_bpfland and 26.2 s under "
+    "ours with --coop, two at once 6.0 s and 8.5 s (the oversub phase's oversub-yield-1). "
+    "Compare such schedulers under tcg-multi as well.")
 
 
 def header(env: dict) -> str:
