@@ -298,7 +298,7 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 	struct topo_params *tp = topo();
 	struct tuning_knobs *k = knobs();
 	u32 node = cpu_node(cpu), i;
-	s32 victim;
+	s32 victim, queued = -1;
 
 	if (!tp)
 		return DISP_NONE;
@@ -357,8 +357,8 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 	 * budget, work that has waited there a preemption threshold: younger work is left to its own
 	 * CPU, where a consumer queued behind its producer reads a batch (see enqueue()).
 	 */
-	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED,
-			   k ? k->preempt_thresh_ns : 0, tp);
+	victim = rank_walk(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED,
+			   k ? k->preempt_thresh_ns : 0, tp, &queued);
 	if (victim >= 0 && move_pcpu(victim)) {
 		STAT_INC(nr_steals);
 		return DISP_STEAL_AGED;
@@ -374,8 +374,7 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 	 * preemption threshold, and busy loops beside them took more than twice the CPU they get
 	 * under the fair class.
 	 */
-	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp);
-	if (victim >= 0 && pcpu_head_interactive(victim) && move_pcpu(victim)) {
+	if (queued >= 0 && pcpu_head_interactive(queued) && move_pcpu(queued)) {
 		STAT_INC(nr_steals);
 		return DISP_STEAL_INTERACTIVE;
 	}
@@ -390,9 +389,14 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 	}
 	if (move_shared_near(batch_dsq(node), &batch_dsq_since[node & (MAX_NODES - 1)], cpu))
 		return DISP_BATCH_DSQ;
-	/* DISP_STEAL_ANY: rather than go idle, steal per-CPU work of any age. */
-	victim = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp);
-	if (victim >= 0 && move_pcpu(victim)) {
+	/*
+	 * DISP_STEAL_ANY: rather than go idle, steal per-CPU work of any age. The walk above found
+	 * the nearest; its owner may have taken that work since, and then the row is walked again.
+	 */
+	if (queued >= 0 &&
+	    (move_pcpu(queued) ||
+	     ((queued = rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, 0, tp)) >= 0 &&
+	      move_pcpu(queued)))) {
 		STAT_INC(nr_steals);
 		return DISP_STEAL_ANY;
 	}

@@ -203,9 +203,16 @@ static __always_inline bool claim_runner(s32 cpu, u64 deadline);
  * Walks @cpu's affinity row (nearest by R_eff first) for the first CPU that has what @want asks.
  * Offline CPUs and CPUs outside @p's mask are skipped without spending @budget, so hotplug
  * leftovers in the rank never shrink the search. One bpf_for loop keeps verification linear.
+ *
+ * RANK_WANT_QUEUED with @queued (constant NULL everywhere else, so the verifier sees none of
+ * this): *@queued, -1 on entry, gets the nearest CPU holding work of any age, and the walk goes
+ * on past it for one whose work is @deadline old. dispatch() asks both questions of one walk: a
+ * CPU with nothing to run walked the same row three times, the spill budget (16 CPUs from 32 on)
+ * each time, a DSQ lookup per CPU.
  */
-static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 budget,
-				     enum rank_want want, u64 deadline, struct topo_params *tp)
+static __always_inline s32 rank_walk(const struct task_struct *p, s32 cpu, u32 budget,
+				     enum rank_want want, u64 deadline, struct topo_params *tp,
+				     s32 *queued)
 {
 	u32 key = cpu & (MAX_CPUS - 1);
 	struct affinity_row *row = bpf_map_lookup_elem(&affinity_rank, &key);
@@ -241,8 +248,11 @@ static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 b
 			break;
 		case RANK_WANT_QUEUED:
 			/* @deadline here is a minimum age of the DSQ's work (0: any). */
-			if (scx_bpf_dsq_nr_queued(c) > 0 &&
-			    (!deadline || now - cpu_ctx(c)->pcpu_since >= deadline))
+			if (scx_bpf_dsq_nr_queued(c) <= 0)
+				break;
+			if (queued && *queued < 0)
+				*queued = c;
+			if (!deadline || now - cpu_ctx(c)->pcpu_since >= deadline)
 				return c;
 			break;
 		case RANK_WANT_IDLE:
@@ -259,6 +269,12 @@ static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 b
 		}
 	}
 	return -1;
+}
+
+static __always_inline s32 rank_pick(const struct task_struct *p, s32 cpu, u32 budget,
+				     enum rank_want want, u64 deadline, struct topo_params *tp)
+{
+	return rank_walk(p, cpu, budget, want, deadline, tp, NULL);
 }
 
 /*
