@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tools.pandemonium.bench import commands
+from tools.pandemonium.bench import commands, verdicts
 from tools.pandemonium.bench.aggregate import aggregate, bracket_ratio, eevdf_drift
 from tools.pandemonium.bench.parse import (Record, cyclictest_percentiles, parse_results,
                                            perf_stat_counters)
@@ -341,3 +341,26 @@ def test_plot_colours_follow_the_scheduler_not_the_plot():
     cells = aggregate([_rec("ipc", 2, "pandemonium", 1, 1.0), _rec("ipc", 2, "eevdf", 0, 1.0),
                        _rec("ipc", 2, "bpfland", 1, 1.0)])
     assert colors(cells) == {"eevdf": "C0", "pandemonium": "C1", "bpfland": "C2"}
+
+
+def test_launch_reports_what_the_busy_loops_beside_it_got(tmp_path):
+    res = _results(tmp_path, [(2, 1, "bpfland", "launch", 0, 0, 250, COST, COST)],
+                   {"c2-i1-bpfland.launch.out": "launch.txt"})
+    records, _, _ = parse_results(res)
+    r = records[0]
+    assert not r.error and r.value == pytest.approx(30770.462)
+    # 3.00 s of CPU over 2.50 s: 1.2 CPUs, where 4 loops beside one chain on 2 CPUs get 1.6
+    assert r.extra["load_cpus"] == pytest.approx(1.2)
+    assert r.extra["load_fair_cpus"] == pytest.approx(1.6)
+    eevdf = Record(2, 1, "eevdf", "launch", 0, 2.5, 31000.0,
+                   extra={"load_cpus": 1.6, "load_fair_cpus": 1.6})
+    notes = verdicts._launch_side(SimpleNamespace(records=[eevdf, r]))
+    assert notes == ["busy loops' CPUs while the launches ran at 2 cores (median of runs; their "
+                     "fair share beside the launch chain 1.60): eevdf 1.60 (1.00x), "
+                     "bpfland 1.20 (0.75x)"]
+    # A run without the line (an older driver) has launch times only, and no note.
+    (res / "raw" / "c2-i1-bpfland.launch.out").write_text(
+        (FIX / "launch.txt").read_text().splitlines()[0] + "\n")
+    old = parse_results(res)[0][0]
+    assert "load_cpus" not in old.extra
+    assert verdicts._launch_side(SimpleNamespace(records=[old])) == []

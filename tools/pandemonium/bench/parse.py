@@ -85,6 +85,23 @@ def _benchlat(text: str, rec: Record) -> None:
     rec.extra = {"count": d["count"], "mean_us": d["mean_ns"] / 1e3}
 
 
+_LAUNCH_BESIDE = re.compile(
+    r"^launch-beside loops (\d+) cpus (\d+) ticks (\d+) window_cs (\d+)$", re.M)
+
+
+def _launch(text: str, rec: Record) -> None:
+    """benchlat's launch times, and the CPUs the busy loops beside them got (driver.sh
+    phase_launch): load_cpus against load_fair_cpus, their share if the launch chain counts as
+    one more task that always wants a CPU."""
+    _benchlat(text, rec)
+    m = _LAUNCH_BESIDE.search(text)
+    if m:
+        loops, cpus, ticks, window_cs = map(int, m.groups())
+        if window_cs > 0 and loops > 0:
+            rec.extra["load_cpus"] = ticks / window_cs
+            rec.extra["load_fair_cpus"] = cpus * loops / (loops + 1)
+
+
 _PERF_TOTAL = re.compile(r"Total time:\s*([0-9.]+)\s*\[sec\]")
 
 
@@ -274,7 +291,7 @@ def _oversub(text: str, rec: Record) -> None:
 
 PARSERS = {
     "throughput": _throughput, "floor": _probe, "latency": _probe, "burst": _probe,
-    "longrun": _probe, "mixed": _probe, "deadline": _deadline, "ipc": _benchlat, "launch": _benchlat,
+    "longrun": _probe, "mixed": _probe, "deadline": _deadline, "ipc": _benchlat, "launch": _launch,
     "messaging": _messaging, "cyclictest": _cyclictest, "hackbench": _hackbench,
     "hogs": _probe, "recovery": _probe,
     "pinned": _stress_gap, "forkthread": _messaging, "bpfstats": _bpfstats, "rapl": _rapl,

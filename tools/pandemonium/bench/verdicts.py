@@ -226,8 +226,28 @@ def _admin_side(result) -> list[str]:
     return out
 
 
+def _launch_side(result) -> list[str]:
+    """Per core count, each scheduler's median of the busy loops' CPUs while the launch phase
+    ran, against their fair share: a launch figure bought from the loops shows here."""
+    vals: dict[tuple, list[float]] = {}  # (cores, scheduler) -> runs
+    fair: dict[int, float] = {}
+    for r in result.records:
+        x = r.extra or {}
+        if r.phase == "launch" and not r.error and x.get("load_cpus") is not None:
+            vals.setdefault((r.cores, r.scheduler), []).append(x["load_cpus"])
+            fair[r.cores] = x["load_fair_cpus"]
+    out = []
+    for cores in sorted(fair):
+        med = [(s, statistics.median(v)) for (c, s), v in vals.items() if c == cores]
+        out.append(f"busy loops' CPUs while the launches ran at {cores} cores (median of runs; "
+                   f"their fair share beside the launch chain {fair[cores]:.2f}): "
+                   + ", ".join(f"{s} {m:.2f} ({m / fair[cores]:.2f}x)" for s, m in med))
+    return out
+
+
 def _scale(result, cells) -> list[str]:
     return _floor(result, cells) + _wake_to_run(result) + _admin_side(result) \
+        + _launch_side(result) \
         + felt.notes(result, cells)
 
 

@@ -257,7 +257,28 @@ phase_mixed() {
 }
 phase_deadline() { busy $((2 * N)); settle; probe --frames; }
 phase_ipc() { benchlat pipe "$BENCH_PIPE_N"; }
-phase_launch() { busy $((2 * N)); settle; benchlat launch "$BENCH_LAUNCH_N" /bin/true; }
+# The busy loops' CPU ticks (USER_HZ, centiseconds) so far, all of them together.
+loads_ticks() {
+    lt_sum=0
+    for lp in $LOADS; do
+        lt_v=$(sed 's/.*) //' /proc/$lp/stat 2>/dev/null | awk '{print $12 + $13}')
+        lt_sum=$((lt_sum + ${lt_v:-0}))
+    done
+    echo $lt_sum
+}
+# Back-to-back launches are a chain that always wants a CPU: a scheduler can make them fast by
+# giving the chain more than its share, taken from the loops beside it. The loops' CPU over the
+# launches says which (launch-beside: ../parse.py, the note in ../verdicts.py). Its variables are
+# its own: run_phase()'s t0, t1, c0 and c1 are globals of this shell.
+phase_launch() {
+    busy $((2 * N)); settle
+    la_t0=$(loads_ticks); la_c0=$(now_cs)
+    benchlat launch "$BENCH_LAUNCH_N" /bin/true; la_rc=$?
+    la_t1=$(loads_ticks); la_c1=$(now_cs)
+    echo "launch-beside loops $((2 * N)) cpus $N ticks $((la_t1 - la_t0))" \
+        "window_cs $((la_c1 - la_c0))"
+    return $la_rc
+}
 phase_messaging() { perf bench sched messaging -g 4 -l "$BENCH_MSG_LOOPS" 2>&1; }
 # The standard tool run: SCHED_OTHER, one thread per CPU, 10 ms period. The histogram (1 us
 # buckets up to 100 ms, later ones overflow) gives P50/P99; only its non-empty rows are kept,
