@@ -86,11 +86,15 @@ step_done() {
 # BENCH_SKIP_RUNS holds run index $1: an earlier boot finished that run.
 run_done_before() { case " $BENCH_SKIP_RUNS " in *" $1 "*) return 0 ;; esac; return 1; }
 
+# A process's CPU ticks (utime + stime, USER_HZ), nothing if it is gone. The comm field may hold
+# spaces, so the fields are counted after its closing parenthesis.
+pid_ticks() { sed 's/.*) //' /proc/$1/stat 2>/dev/null | awk '{print $12 + $13}'; }
+
 # CPU time (utime+stime, USER_HZ ticks) and VmRSS/VmHWM (kB) of the scheduler process; "- - -"
 # without one. /proc/PID/stat of the leader sums all its threads.
 sched_cost() {
     if [ -z "$SCHED_PID" ] || [ ! -r /proc/$SCHED_PID/stat ]; then echo "- - -"; return; fi
-    ticks=$(sed 's/.*) //' /proc/$SCHED_PID/stat | awk '{print $12 + $13}')
+    ticks=$(pid_ticks $SCHED_PID)
     rss=$(awk '/^VmRSS:/ {print $2}' /proc/$SCHED_PID/status)
     hwm=$(awk '/^VmHWM:/ {print $2}' /proc/$SCHED_PID/status)
     echo "${ticks:--} ${rss:--} ${hwm:--}"
@@ -261,7 +265,7 @@ phase_ipc() { benchlat pipe "$BENCH_PIPE_N"; }
 loads_ticks() {
     lt_sum=0
     for lp in $LOADS; do
-        lt_v=$(sed 's/.*) //' /proc/$lp/stat 2>/dev/null | awk '{print $12 + $13}')
+        lt_v=$(pid_ticks $lp)
         lt_sum=$((lt_sum + ${lt_v:-0}))
     done
     echo $lt_sum
