@@ -454,6 +454,7 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 
 	lat = now - tctx->enqueue_at;
 	tctx->enqueue_at = 0;
+	note_queue_wait(tctx, lat);
 	if ((tp = topo()))
 		codel_observe(cpu, lat, now, tp);
 	if (trace_slow_ro && tp)

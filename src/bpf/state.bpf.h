@@ -104,6 +104,8 @@ struct task_ctx {
 	u64 sleep_at;      /* when the task last went to sleep, 0 if it did not */
 	u64 last_wake_at;  /* previous wakeup, for the wakeup frequency */
 	u64 last_stop_at;  /* previous context switch out, for the switch rate */
+	u64 waited_wake;   /* queue waits since last_wake_at: not the task's own rhythm */
+	u64 waited_stop;   /* queue waits since last_stop_at: not the task's own rhythm */
 	u64 awake_runtime; /* run time since the last wakeup: one burst */
 	u64 avg_runtime;   /* EWMA of burst length */
 	u64 runtime_dev;   /* EWMA of |burst - avg| */
