@@ -383,6 +383,19 @@ def test_accel_modes_and_qemu_command():
     assert accel.resolve("tcg-icount", Path("/nonexistent")) == "tcg-icount"
 
 
+def test_icount_shift_comes_from_the_environment_and_is_checked(monkeypatch):
+    monkeypatch.setenv(accel.ICOUNT_SHIFT_ENV, "2")
+    cmd = qemu.qemu_command(Path("/k"), Path("/i"), cpus=2, mem_mb=1024, accel="tcg-icount")
+    assert "-icount shift=2,sleep=off" in " ".join(cmd)
+    # Only tcg-icount reads it.
+    assert "-icount" not in qemu.qemu_command(Path("/k"), Path("/i"), cpus=2, mem_mb=1024,
+                                              accel="tcg-single")
+    for bad in ("fast", "-1", "11"):
+        monkeypatch.setenv(accel.ICOUNT_SHIFT_ENV, bad)
+        with pytest.raises(PandemoniumError, match="PANDEMONIUM_ICOUNT_SHIFT"):
+            qemu.qemu_command(Path("/k"), Path("/i"), cpus=2, mem_mb=1024, accel="tcg-icount")
+
+
 @pytest.mark.parametrize("output, verdict", [
     ("[    0.9] Run /init as init process\n[    1.0] Kernel panic - not syncing: VFS\n",
      (True, "guest kernel booted under KVM")),

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..common import cache_dir, log, read_text
+from ..common import PandemoniumError, cache_dir, log, read_text
 
 from .follow import Stop, follow
 
@@ -39,6 +39,24 @@ QEMU_ACCEL_ARGS = {
     "tcg-icount": ["-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off"],
     "kvm": ["-accel", "kvm"],
 }
+# A slower guest against the same tick: tells what the machine's speed does to a figure from what
+# the emulation does (tcg-single's wall clock charges every run with the other vCPUs' turns).
+ICOUNT_SHIFT_ENV = "PANDEMONIUM_ICOUNT_SHIFT"
+
+
+def accel_args(accel: str) -> list[str]:
+    """QEMU's arguments for @accel; tcg-icount runs 2^$PANDEMONIUM_ICOUNT_SHIFT ns per
+    instruction (default 0)."""
+    args = list(QEMU_ACCEL_ARGS[accel])
+    if accel == "tcg-icount":
+        shift = os.environ.get(ICOUNT_SHIFT_ENV, "0")
+        if not shift.isdigit() or int(shift) > 10:
+            raise PandemoniumError(f"{ICOUNT_SHIFT_ENV}={shift!r}: expected 0-10 (2^N ns per "
+                                   "guest instruction)")
+        args[-1] = f"shift={int(shift)},sleep=off"
+    return args
+
+
 PROBE_TIMEOUT_S = 20.0
 _KVM_FAILURE = ("KVM internal error", "emulation failure", "Could not access KVM",
                 "failed to initialize kvm", "KVM: entry failed")

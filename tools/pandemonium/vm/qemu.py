@@ -13,7 +13,7 @@ from typing import Callable
 from ..common import PandemoniumError
 from ..packages import missing_message
 
-from .accel import QEMU_ACCEL_ARGS
+from .accel import accel_args
 from .console import ConsoleState, clean
 from .follow import EOF, STALLED, TIMEOUT, Stop, follow
 
@@ -99,7 +99,7 @@ def qemu_command(vmlinuz: Path, initrd: Path, *, cpus: int, mem_mb: int, accel: 
     cmdline = f"{BASE_CMDLINE} {extra_cmdline}".strip()
     # -nodefaults drops the NIC (and its iPXE ROM) and VGA we don't use; the serial
     # port on stdio is the only channel, with stdin closed so the console isn't raw-moded.
-    return [QEMU, *QEMU_ACCEL_ARGS[accel], "-machine", "q35", "-cpu", "max",
+    return [QEMU, *accel_args(accel), "-machine", "q35", "-cpu", "max",
             *(topology or Topology()).qemu_args(cpus, mem_mb), "-m", str(mem_mb),
             "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio",
             "-no-reboot", *(extra_args or []), "-kernel", str(vmlinuz), "-initrd", str(initrd),
