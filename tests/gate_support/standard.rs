@@ -209,7 +209,7 @@ const HACKBENCH_BOUND: f64 = 1.5;
 /// tcg-single on an earlier host, when the bound was 0.9x. On a noisier one (CI's, 2 vCPUs)
 /// EEVDF's own P99 moved from 7.8 to 30 ms between the two brackets of one boot, and ours read
 /// 0.43-1.04x the worse of them in ten gates before the classifier's rates left queue waits out
-/// and 0.38-1.40x in seven after (ours 4.5-11.7 ms, 5.6-12.3 before); under tcg-icount up to
+/// and 0.21-1.40x in twelve after (ours 4.5-14.7 ms, 5.6-12.3 before); under tcg-icount up to
 /// 1.36x once. So the bound catches losing to the fair class by half again, as the latency
 /// layer's does, not the noise. An EEVDF P99 at the histogram's end is only a floor of the real
 /// one, which the same 1.5x leaves room for.
