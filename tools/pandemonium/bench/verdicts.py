@@ -171,6 +171,12 @@ def _floor(result, cells) -> list[str]:
 WAKE_RUN_PHASES = ("floor", "latency", "burst", "longrun", "mixed")
 
 
+def _medians(vals: dict[tuple, list[float]], cores: int, what: str) -> dict[str, float]:
+    """Each scheduler's median of its runs at @cores, from @vals keyed (cores, what, scheduler),
+    in the order the runs came."""
+    return {s: statistics.median(v) for (c, w, s), v in vals.items() if c == cores and w == what}
+
+
 def _wake_to_run(result) -> list[str]:
     """Per latency-type phase, each scheduler's median wake-to-run P99 (driver.sh probe_split)
     and its ratio to EEVDF's: the part of the probe's figure that the scheduler decides."""
@@ -183,8 +189,7 @@ def _wake_to_run(result) -> list[str]:
     for cores in sorted({k[0] for k in vals}):
         parts = []
         for phase in WAKE_RUN_PHASES:
-            med = {s: statistics.median(v) for (c, p, s), v in vals.items()
-                   if c == cores and p == phase}
+            med = _medians(vals, cores, phase)
             if not med:
                 continue
             base = med.get(EEVDF)
@@ -218,30 +223,29 @@ def _admin_side(result) -> list[str]:
     out = []
     for cores in sorted({k[0] for k in vals}):
         for fig, _, what in ADMIN_SIDE:
-            med = [(s, statistics.median(v)) for (c, f, s), v in vals.items()
-                   if c == cores and f == fig]
+            med = _medians(vals, cores, fig)
             if med:
                 out.append(f"{what} at {cores} cores (median of runs): "
-                           + ", ".join(f"{s} {m:.3f}" for s, m in med))
+                           + ", ".join(f"{s} {m:.3f}" for s, m in med.items()))
     return out
 
 
 def _launch_side(result) -> list[str]:
     """Per core count, each scheduler's median of the busy loops' CPUs while the launch phase
     ran, against their fair share: a launch figure bought from the loops shows here."""
-    vals: dict[tuple, list[float]] = {}  # (cores, scheduler) -> runs
+    vals: dict[tuple, list[float]] = {}  # (cores, "launch", scheduler) -> runs
     fair: dict[int, float] = {}
     for r in result.records:
         x = r.extra or {}
         if r.phase == "launch" and not r.error and x.get("load_cpus") is not None:
-            vals.setdefault((r.cores, r.scheduler), []).append(x["load_cpus"])
+            vals.setdefault((r.cores, r.phase, r.scheduler), []).append(x["load_cpus"])
             fair[r.cores] = x["load_fair_cpus"]
     out = []
     for cores in sorted(fair):
-        med = [(s, statistics.median(v)) for (c, s), v in vals.items() if c == cores]
+        med = _medians(vals, cores, "launch")
         out.append(f"busy loops' CPUs while the launches ran at {cores} cores (median of runs; "
                    f"their fair share beside the launch chain {fair[cores]:.2f}): "
-                   + ", ".join(f"{s} {m:.2f} ({m / fair[cores]:.2f}x)" for s, m in med))
+                   + ", ".join(f"{s} {m:.2f} ({m / fair[cores]:.2f}x)" for s, m in med.items()))
     return out
 
 
