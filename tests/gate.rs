@@ -631,10 +631,11 @@ fn load() {
 fn full_gate() {
     // Each step's time goes into its "passed" line; the runner's summary lists the slowest, which
     // is what a CI time budget is trimmed from. The second column says whether a step's outcome
-    // depends on how many CPUs there are (placement, shares, waits, hotplug): at the runner's
-    // later vCPU counts (PANDEMONIUM_GATE_SIZED_ONLY) only those run again, since the others
+    // depends on how many CPUs there are (placement, shares, waits, hotplug): the others
     // (argument errors, the verifier, stats, procdb and knob faults) check the same code paths at
-    // any size and already passed at the first count.
+    // any size, so they run once. PANDEMONIUM_GATE_STEPS=sized or =unsized runs one kind only:
+    // the runner splits the first vCPU count into two boots, so that the unsized steps can run
+    // beside a later count's VM instead of before it.
     let steps: &[(&str, bool, fn())] = &[
         ("load", true, layer_load),
         ("errors", false, layer_errors),
@@ -668,11 +669,21 @@ fn full_gate() {
         ("starvation", true, stall::layer_starvation),
         ("wait_bound", true, stall::layer_wait_bound),
     ];
-    let sized_only = std::env::var_os("PANDEMONIUM_GATE_SIZED_ONLY").is_some();
+    let only: Option<bool> = match std::env::var("PANDEMONIUM_GATE_STEPS").as_deref() {
+        Err(_) => None,
+        Ok("sized") => Some(true),
+        Ok("unsized") => Some(false),
+        Ok(other) => panic!("PANDEMONIUM_GATE_STEPS={other:?}: want sized or unsized"),
+    };
     for (name, sized, layer) in steps {
-        if sized_only && !sized {
+        if only.is_some_and(|want| want != *sized) {
             eprintln!(
-                "gate full_gate: {name} not run again: its outcome does not depend on the CPU count"
+                "gate full_gate: {name} not run in this boot: {}",
+                if *sized {
+                    "it depends on the CPU count and runs in another boot"
+                } else {
+                    "its outcome does not depend on the CPU count and runs in another boot"
+                }
             );
             continue;
         }

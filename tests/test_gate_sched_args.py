@@ -51,30 +51,60 @@ def test_without_args_the_guest_gets_no_gate_env(monkeypatch):
     assert seen[0][1] is None
 
 
-def test_full_gate_at_a_later_vcpu_count_runs_only_the_sized_layers(monkeypatch):
-    seen, loader = [], []
-    _fake_vm(monkeypatch, seen)
+def test_full_gate_at_several_counts_runs_the_unsized_steps_once_beside_the_last(monkeypatch):
+    seen, loader, order = [], [], []
+
+    def run_in_vm(cmd, **kw):
+        steps = (kw.get("env") or {}).get("PANDEMONIUM_GATE_STEPS")
+        order.append(("vm", kw["cpus"], steps, kw["echo"]))
+        seen.append((cmd, kw.get("env")))
+        return SimpleNamespace(kernel_version="6.18", rc=0, accel_used="tcg", duration_s=1.0,
+                               log_path="/nonexistent", out_dir=f"/out/{kw['cpus']}-{steps}")
+    monkeypatch.setattr(tools.pandemonium.vm, "run_in_vm", run_in_vm)
     monkeypatch.setattr(gate_runner, "listed_tests", lambda gate: {"full_gate"})
     checked = []
     monkeypatch.setattr(gate_runner, "check_status_captures",
                         lambda out_dir: checked.append(out_dir) or [])
     monkeypatch.setattr(gate_runner, "start_loader_install", lambda: loader.append(1) or "pending")
-    started = []
+    import tools.pandemonium.vm.service as service
 
-    def start_service(cpus, kernel, accel, extra, pending):
-        # Started once the first count's VM is done and before the last count's boots.
-        started.append((cpus, len(seen), pending))
-        return lambda: gate_runner.GateRun(cpus, kernel, ["service"], 0, accel, 1.0)
-    monkeypatch.setattr(gate_runner, "start_service", start_service)
+    def prepare(kernel, accel, loader):
+        # Prepared (the shared caches written) before the last count's VM boots.
+        order.append(("prepare", loader))
+        return "prep"
+
+    def boot(prep, cpus, echo=True):
+        order.append(("service", cpus, prep, echo))
+        return SimpleNamespace(phases=[], rc=0, out_dir=None, kernel="6.18", accel="tcg",
+                               duration_s=1.0)
+    monkeypatch.setattr(service, "prepare_service_layer", prepare)
+    monkeypatch.setattr(service, "boot_service_layer", boot)
     monkeypatch.setattr(gate_runner, "run_service", lambda *a: pytest.fail("run after the gate"))
     runs = gate_runner.run_gate(Path("/gate"), ["full_gate"], [2, 4], "default", "tcg")
-    assert [env for _, env in seen] == [None, {"PANDEMONIUM_GATE_SIZED_ONLY": "1"}]
-    assert [r.layers for r in runs] == [["full_gate"], ["full_gate"], ["service"]]
-    # The status layer's captures are read where it ran: at the first count only.
-    assert len(checked) == 1 and all(r.passed for r in runs)
-    # scx_loader's install started before the first VM and was handed to the service layer,
-    # which ran at the first count's size beside the second count's VM.
-    assert loader == [1] and started == [(2, 1, "pending")]
+    # Sized steps at 2 and at 4 vCPUs with their console shown; the service layer and the
+    # unsized steps at the first count's size in one thread beside the 4 vCPU boot, quietly.
+    assert order[0] == ("vm", 2, "sized", True) and order[1] == ("prepare", "pending")
+    assert ("vm", 4, "sized", True) in order[2:]
+    beside = [o for o in order[2:] if o != ("vm", 4, "sized", True)]
+    assert beside == [("service", 2, "prep", False), ("vm", 2, "unsized", False)]
+    assert [(r.cpus, r.layers) for r in runs] == [(2, ["full_gate"]), (4, ["full_gate"]),
+                                                  (2, ["service"]), (2, ["full_gate"])]
+    # The status layer's captures are read where it ran: in the unsized boot only.
+    assert checked == ["/out/2-unsized"] and all(r.passed for r in runs) and loader == [1]
+
+
+def test_a_failed_unsized_boot_says_where_its_quiet_log_is(monkeypatch):
+    def run_in_vm(cmd, **kw):
+        return SimpleNamespace(kernel_version="6.18", rc=101, accel_used="tcg", duration_s=1.0,
+                               log_path="/logs/vm-console.log", out_dir=None)
+    monkeypatch.setattr(tools.pandemonium.vm, "run_in_vm", run_in_vm)
+    monkeypatch.setattr(gate_runner, "failure_in_log", lambda path: ["full_gate passed up to x"])
+    monkeypatch.setattr(gate_runner, "skipped_in_log", lambda path: [])
+    monkeypatch.setattr(gate_runner, "layer_times_in_log", lambda path: [])
+    run = gate_runner.gate_boot(Path("/gate"), ["full_gate"], 2, "default", "tcg", "", None,
+                                steps="unsized", echo=False)
+    assert not run.passed
+    assert run.failure == ["full_gate passed up to x", "log: /logs/vm-console.log"]
 
 
 def test_with_one_vcpu_count_the_service_layer_runs_after_the_gate(monkeypatch):
@@ -83,7 +113,7 @@ def test_with_one_vcpu_count_the_service_layer_runs_after_the_gate(monkeypatch):
     monkeypatch.setattr(gate_runner, "listed_tests", lambda gate: {"full_gate"})
     monkeypatch.setattr(gate_runner, "check_status_captures", lambda out_dir: [])
     monkeypatch.setattr(gate_runner, "start_loader_install", lambda: "pending")
-    monkeypatch.setattr(gate_runner, "start_service", lambda *a: pytest.fail("nothing beside"))
+    monkeypatch.setattr(gate_runner, "start_beside", lambda *a: pytest.fail("nothing beside"))
     monkeypatch.setattr(gate_runner, "run_service",
                         lambda cpus, kernel, accel, extra, pending: order.append(len(seen))
                         or gate_runner.GateRun(cpus, kernel, ["service"], 1, accel, 1.0))
@@ -124,8 +154,8 @@ def test_a_bad_sched_args_value_fails_before_any_build():
     assert "Traceback" not in out.stderr
 
 
-def test_start_service_builds_first_and_boots_in_a_thread(monkeypatch):
-    """What writes the shared caches runs before start_service returns (so before the gate's VM
+def test_start_beside_builds_first_and_boots_in_a_thread(monkeypatch):
+    """What writes the shared caches runs before start_beside returns (so before the gate's VM
     starts); the boots run in another thread and their result comes back through the join."""
     import threading
     import tools.pandemonium.vm.service as service
@@ -141,10 +171,10 @@ def test_start_service_builds_first_and_boots_in_a_thread(monkeypatch):
         return SimpleNamespace(kernel="6.18", rc=0, accel="tcg-single", duration_s=2.0,
                                phases=[], out_dir=None)
     monkeypatch.setattr(service, "boot_service_layer", boot)
-    join = gate_runner.start_service(2, "default", "tcg-single", "", "pending")
+    join = gate_runner.start_beside(2, "default", "tcg-single", "", "pending", ["service"], None)
     assert events == [("prepare", threading.current_thread().name, "pending")]
     release.set()
-    run = join()
+    [run] = join()
     assert run.layers == ["service"] and run.passed and run.cpus == 2
     name, prep, cpus, echo = events[1][1:]
     assert name != threading.current_thread().name and (prep, cpus, echo) == ("prep", 2, False)

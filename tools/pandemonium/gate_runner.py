@@ -182,9 +182,14 @@ def guest_files(gate: Path, layers: list[str]) -> list[tuple[str, str]]:
 
 def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, accel: str,
              extra_args: str = "", topology=None) -> list[GateRun]:
-    """topology: the guests' NUMA nodes and SMT siblings (vm.qemu.Topology) at every count."""
-    from .vm import run_in_vm
+    """topology: the guests' NUMA nodes and SMT siblings (vm.qemu.Topology) at every count.
 
+    full_gate at several vCPU counts: the first count's boot runs the steps whose outcome
+    depends on the CPU count (the timed ones, on an otherwise quiet host), each later count's
+    boot runs them again, and the first count's other steps run in a boot of their own beside
+    the last count's VM, after the service layer there: a tcg-single guest keeps one host core
+    busy, so on a 2-core CI machine the other core did nothing for the minutes those steps
+    took."""
     available = listed_tests(gate)
     hosted = host_layers(layers)
     layers = [layer for layer in layers if layer not in HOST_LAYERS]
@@ -192,46 +197,101 @@ def run_gate(gate: Path, layers: list[str], cpus_list: list[int], kernel: str, a
     runnable = [layer for layer in layers if layer in available]
     for layer in todo:
         log.warning("gate layer %s: SKIPPED (not implemented yet)", layer)
+    split = "full_gate" in runnable and len(cpus_list) > 1
     runs = []
     loader = start_loader_install() if hosted else None
-    service = None
+    beside = None
     for i, cpus in enumerate(cpus_list):
         if not runnable:
             if todo or not hosted:
                 runs.append(GateRun(cpus, kernel, [], 0, "-", 0.0, todo))
             continue
-        env = {"PANDEMONIUM_GATE_ARGS": extra_args} if extra_args else {}
-        sized_only = i > 0 and "full_gate" in runnable
-        if sized_only:
-            # full_gate's layers whose outcome does not depend on the CPU count passed at the
-            # first count (the bool column of its steps in tests/gate.rs).
-            env["PANDEMONIUM_GATE_SIZED_ONLY"] = "1"
-        # The service layer at the first count's size, beside the last count's gate (not the
-        # first's: scx_loader's install runs beside that one).
-        if hosted and i > 0 and i == len(cpus_list) - 1:
-            service = start_service(cpus_list[0], kernel, accel, extra_args, loader)
-        log.info("gate: %s at %d vCPUs on kernel %s%s", ",".join(runnable), cpus, kernel,
-                 " (the layers that depend on the CPU count)" if sized_only else "")
-        cmd = [GUEST_GATE, "--ignored", "--test-threads=1", "--exact", "--nocapture", *runnable]
-        res = run_in_vm(cmd, cpus=cpus, kernel=kernel, accel=accel,
-                        add=guest_files(gate, runnable), env=env or None,
-                        extra_cmdline=GATE_CMDLINE, timeout=GATE_TIMEOUT_S, tools=GUEST_TOOLS,
-                        topology=topology)
-        rc = res.rc
-        # The status layer's captures exist where it ran: not in a sized-only full_gate.
-        if rc == 0 and ("status" in runnable or ("full_gate" in runnable and not sized_only)):
-            problems = check_status_captures(res.out_dir)
-            for p in problems:
-                log.error("gate: %s", p)
-            rc = 1 if problems else rc
-        runs.append(GateRun(cpus, res.kernel_version, runnable, rc, res.accel_used,
-                            res.duration_s, todo + skipped_in_log(Path(res.log_path)),
-                            [] if rc == 0 else failure_in_log(Path(res.log_path)),
-                            layer_times_in_log(Path(res.log_path))))
-    if hosted:
-        runs.append(service() if service else
-                    run_service(cpus_list[0], kernel, accel, extra_args, loader))
+        if i > 0 and i == len(cpus_list) - 1 and (hosted or split):
+            beside = start_beside(cpus_list[0], kernel, accel, extra_args, loader, hosted,
+                                  (gate, runnable, topology) if split else None)
+        runs.append(gate_boot(gate, runnable, cpus, kernel, accel, extra_args, topology,
+                              steps="sized" if split else None, todo=todo))
+    if beside:
+        runs.extend(beside())
+    elif hosted:
+        runs.append(run_service(cpus_list[0], kernel, accel, extra_args, loader))
     return runs
+
+
+# What a full_gate boot says it runs, by PANDEMONIUM_GATE_STEPS (tests/gate.rs).
+_STEPS_SAID = {"sized": " (the steps that depend on the CPU count)",
+               "unsized": " (the steps that do not depend on the CPU count)"}
+
+
+def gate_boot(gate: Path, runnable: list[str], cpus: int, kernel: str, accel: str,
+              extra_args: str, topology, steps: str | None = None, todo: list[str] = (),
+              echo: bool = True) -> GateRun:
+    """One VM boot of the gate binary with `runnable`; steps: full_gate's "sized" or "unsized"
+    steps only (None: all)."""
+    from .vm import run_in_vm
+
+    env = {"PANDEMONIUM_GATE_ARGS": extra_args} if extra_args else {}
+    if steps:
+        env["PANDEMONIUM_GATE_STEPS"] = steps
+    log.info("gate: %s at %d vCPUs on kernel %s%s", ",".join(runnable), cpus, kernel,
+             _STEPS_SAID.get(steps, ""))
+    cmd = [GUEST_GATE, "--ignored", "--test-threads=1", "--exact", "--nocapture", *runnable]
+    res = run_in_vm(cmd, cpus=cpus, kernel=kernel, accel=accel,
+                    add=guest_files(gate, runnable), env=env or None,
+                    extra_cmdline=GATE_CMDLINE, timeout=GATE_TIMEOUT_S, tools=GUEST_TOOLS,
+                    topology=topology, echo=echo)
+    rc = res.rc
+    # The status layer's captures exist where it ran: not in a boot of the sized steps.
+    if rc == 0 and ("status" in runnable or ("full_gate" in runnable and steps != "sized")):
+        problems = check_status_captures(res.out_dir)
+        for p in problems:
+            log.error("gate: %s", p)
+        rc = 1 if problems else rc
+    failure = [] if rc == 0 else failure_in_log(Path(res.log_path))
+    if rc != 0 and not echo:
+        # Its console did not scroll by: say where it is.
+        failure.append(f"log: {res.log_path}")
+    return GateRun(cpus, res.kernel_version, runnable, rc, res.accel_used, res.duration_s,
+                   list(todo) + skipped_in_log(Path(res.log_path)), failure,
+                   layer_times_in_log(Path(res.log_path)))
+
+
+def start_beside(cpus: int, kernel: str, accel: str, extra_args: str, loader, hosted: list[str],
+                 unsized) -> Callable[[], list[GateRun]]:
+    """Beside the last count's gate VM, in one thread: the service layer (if asked for), then
+    full_gate's unsized steps at `cpus` (unsized: (gate, runnable, topology), or None). Returns
+    the call that waits for them. What writes the shared caches (the service image, its
+    initramfs, scx_loader) is prepared here first, before the gate's VM starts; the first count's
+    boot already built the gate's initramfs base, which the unsized boot only reads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    service = None
+    if hosted:
+        from .vm.service import boot_service_layer, prepare_service_layer
+
+        _service_banner(cpus, kernel, extra_args, beside=True)
+        prep = prepare_service_layer(kernel=kernel, accel=accel, loader=loader)
+        service = (prep, boot_service_layer)
+
+    def both() -> list[GateRun]:
+        runs = []
+        if service:
+            prep, boot = service
+            try:
+                runs.append(_service_gate_run(cpus, boot(prep, cpus, echo=False)))
+            except PandemoniumError as exc:
+                # The unsized steps still run: a broken service image says nothing of them.
+                runs.append(GateRun(cpus, kernel, ["service"], 1, accel, 0.0, failure=[str(exc)]))
+        if unsized:
+            gate, runnable, topology = unsized
+            runs.append(gate_boot(gate, runnable, cpus, kernel, accel, extra_args, topology,
+                                  steps="unsized", echo=False))
+        return runs
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-beside")
+    future = pool.submit(both)
+    pool.shutdown(wait=False)
+    return future.result
 
 
 def start_loader_install():
@@ -271,26 +331,6 @@ def run_service(cpus: int, kernel: str, accel: str, extra_args: str = "",
     _service_banner(cpus, kernel, extra_args, beside=False)
     prep = prepare_service_layer(kernel=kernel, accel=accel, loader=loader)
     return _service_gate_run(cpus, boot_service_layer(prep, cpus))
-
-
-def start_service(cpus: int, kernel: str, accel: str, extra_args: str = "",
-                  loader=None) -> Callable[[], GateRun]:
-    """run_service(), with its two boots in a thread beside the gate's VM at the last vCPU count
-    (returns the call that waits for them). A tcg-single guest keeps one host core busy; on a
-    2-core CI machine the other core was idle while the service layer waited its turn, minutes
-    of CI. What writes the shared caches (the image, the initramfs, scx_loader) is built here
-    first, before the gate's VM starts; the boots only read them. Their console goes to the
-    layer's log files, not to the gate's output."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .vm.service import boot_service_layer, prepare_service_layer
-
-    _service_banner(cpus, kernel, extra_args, beside=True)
-    prep = prepare_service_layer(kernel=kernel, accel=accel, loader=loader)
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-service")
-    future = pool.submit(boot_service_layer, prep, cpus, echo=False)
-    pool.shutdown(wait=False)
-    return lambda: _service_gate_run(cpus, future.result())
 
 
 def summarize(runs: list[GateRun]) -> tuple[int, int, int]:
