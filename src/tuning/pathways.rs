@@ -46,8 +46,15 @@ const SPIKE_CHARGES: Charges = [0.0, 0.3, 1.0, 0.4, 0.2, 0.8];
 /// Rescues started: overflow queues aged past their threshold. The loosening experts pay in full.
 /// LATENCY pays 0.4x: its tighter slices and lower thresholds crowd out batch work too, but BPF's
 /// oscillator is already tightening the CoDel target on the same rescues, and a full charge would
-/// make the two controllers compound.
-const RESCUE_CHARGES: Charges = [0.4, 0.3, 1.0, 0.6, 0.0, 1.0];
+/// make the two controllers compound. FORK_STORM goes free only while the storm gate is latched
+/// ([`RESCUE_STORM_CHARGES`]).
+const RESCUE_CHARGES: Charges = [0.4, 0.3, 1.0, 0.6, 0.4, 1.0];
+/// Rescues while a storm floods the queues: FORK_STORM's compressed slices are what drains them.
+/// Without a storm it pays as LATENCY does: its raised classifier thresholds keep more wakers in
+/// the queues that aged, and going free it took nearly the whole blend at every rescue edge (busy
+/// loops or a build starting, with no storm in sight), which then held, say, a pipe benchmark
+/// started beside them to its thresholds and halved batch slice until the next event.
+const RESCUE_STORM_CHARGES: Charges = [0.4, 0.3, 1.0, 0.6, 0.0, 1.0];
 
 /// Fork storm: charge the experts that keep slices and rescue delays long. LATENCY is not
 /// charged: its factors point the same way as FORK_STORM's, and charging it would hand the blend
@@ -148,11 +155,20 @@ impl Pathways {
             fired.p99_spike = true;
         }
 
+        let storm = self
+            .storm
+            .update(input.wakeups_per_s, input.nr_cpus, input.rescues);
+
         if self.prev_rescues == 0 && input.rescues > 0 {
             // 1 rescue -> 1.0, 16 -> 2.0, 256+ -> 3.0: a burst of rescues is worse than one, but
             // counts run into the thousands and must not swamp the other pathways.
             let v = (1.0 + (input.rescues as f64).log2() / 4.0).min(MAX_MAGNITUDE);
-            charge(&mut losses, &RESCUE_CHARGES, v);
+            let table = if self.storm.latched {
+                &RESCUE_STORM_CHARGES
+            } else {
+                &RESCUE_CHARGES
+            };
+            charge(&mut losses, table, v);
             fired.rescue_delta = true;
         }
         self.prev_rescues = input.rescues;
@@ -180,10 +196,7 @@ impl Pathways {
             fired.io_transition = true;
         }
 
-        if let Some(v) = self
-            .storm
-            .update(input.wakeups_per_s, input.nr_cpus, input.rescues)
-        {
+        if let Some(v) = storm {
             charge(&mut losses, &STORM_CHARGES, v);
             fired.fork_storm = true;
         }

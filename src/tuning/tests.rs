@@ -170,10 +170,12 @@ fn rescue_delta_fires_on_the_edge_only() {
         !out.fired.fork_storm,
         "rescues at a low wakeup rate are not a storm"
     );
-    // LATENCY is charged, but less than the loosening experts.
-    assert!(w(&out, Expert::Latency) < w(&out, Expert::ForkStorm));
+    // LATENCY is charged, but less than the loosening experts; without a storm FORK_STORM pays
+    // as LATENCY does, so the blend stays nearest the baseline (BALANCED).
     assert!(w(&out, Expert::Latency) > w(&out, Expert::Throughput));
     assert!(w(&out, Expert::Latency) > w(&out, Expert::Saturated));
+    assert!((w(&out, Expert::Latency) - w(&out, Expert::ForkStorm)).abs() < 1e-12);
+    assert!(w(&out, Expert::Balanced) > w(&out, Expert::ForkStorm));
     for _ in 0..3 {
         let out = tuner.tick(&rescuing);
         assert!(
@@ -183,6 +185,24 @@ fn rescue_delta_fires_on_the_edge_only() {
     }
     tuner.tick(&calm());
     assert!(tuner.tick(&rescuing).fired.rescue_delta, "0 -> n again");
+}
+
+#[test]
+fn rescues_in_a_storm_leave_fork_storm_uncharged() {
+    let mut tuner = Tuner::new();
+    // The storm gate latches on the rate alone; the rescues that follow start the edge.
+    tuner.tick(&storm(0));
+    let out = tuner.tick(&storm(5));
+    assert!(out.fired.rescue_delta && out.fired.fork_storm);
+    for e in Expert::ALL {
+        if e != Expert::ForkStorm {
+            assert!(
+                w(&out, Expert::ForkStorm) > w(&out, e),
+                "{e:?}: {:?}",
+                out.weights
+            );
+        }
+    }
 }
 
 #[test]
