@@ -48,7 +48,7 @@ def test_the_step_expands_into_the_plan_figures():
     PARSERS["oversub"](OUT, rec)
     recs = expand([rec])
     assert [r.phase for r in recs] == [p.name for p in P.OVERSUB_FIGURES]
-    assert recs[0].value == 1.02
+    assert recs[1].value == 1.02 and recs[0].value is None and "did not run" in recs[0].error
     assert P.report_phases(["oversub"]) == [p.name for p in P.OVERSUB_FIGURES]
 
 
@@ -62,7 +62,8 @@ def test_the_learning_scheduler_is_ours_and_its_warm_up_is_no_figure():
     assert not P.is_external(P.PANDEMONIUM_LEARN)
     # The driver's warm-up pairs print no section of their own: only the three parts count.
     out = "oversub-learned 2 1\n" + OUT
-    assert set(figures(out)) == {"oversub-active", "oversub-passive", "oversub-yield-1",
+    assert set(figures(out)) == {"oversub-active-1", "oversub-active", "oversub-passive",
+                                 "oversub-yield-1",
                                  "oversub-yield", "oversub-active-3", "oversub-passive-3"}
     assert figures(out)["oversub-active"]["value"] == 1.02
 
@@ -74,3 +75,37 @@ def test_the_yield_barrier_alone_is_its_own_part_and_a_reference():
     assert f["oversub-yield-1"]["value"] == 17.6 and f["oversub-yield-1"]["error"] is None
     assert f["oversub-yield"]["value"] == 6.0
     assert P.PHASES["oversub-yield-1"].reference and not P.PHASES["oversub-yield"].reference
+
+
+def test_the_active_wait_alone_is_its_own_part_and_a_reference():
+    alone = "\n".join(["oversub-begin omp-active-1", _line(0.61), "oversub-end omp-active-1",
+                        "oversub-state omp-active-1 enabled", OUT])
+    f = figures(alone)
+    assert f["oversub-active-1"]["value"] == 0.61 and f["oversub-active-1"]["error"] is None
+    assert f["oversub-active"]["value"] == 1.02
+    assert P.PHASES["oversub-active-1"].reference and not P.PHASES["oversub-active"].reference
+
+
+def test_the_report_reads_each_makespan_against_k_times_its_own_alone_run():
+    from types import SimpleNamespace
+
+    from tools.pandemonium.bench import verdicts
+
+    def rec(sched, phase, value, it=1, error=None):
+        return Record(2, it, sched, phase, 0, 1.0, value, error=error)
+    records = [rec("eevdf", "oversub-active-1", 0.5), rec("eevdf", "oversub-active", 1.5),
+               rec("eevdf", "oversub-active-3", 2.4),
+               rec("pandemonium-coop", "oversub-active-1", 0.6),
+               rec("pandemonium-coop", "oversub-active-1", 0.4, it=2),
+               rec("pandemonium-coop", "oversub-active", 1.1),
+               # A failed run is left out; a scheduler with no alone run gets no ratio.
+               rec("pandemonium-coop", "oversub-active-3", None, error="ejected"),
+               rec("bpfland", "oversub-active", 2.0)]
+    notes = verdicts._oversub_bound(SimpleNamespace(records=records))
+    assert notes == [
+        "oversub-active at 2 cores against 2 x one process alone (the scheduler's own median; "
+        "1.00x is the best, each team whole in turn): eevdf 1.50 s (1.50x), "
+        "pandemonium-coop 1.10 s (1.10x)",
+        "oversub-active-3 at 2 cores against 3 x one process alone (the scheduler's own median; "
+        "1.00x is the best, each team whole in turn): eevdf 2.40 s (1.60x)"]
+    assert verdicts._oversub_bound(SimpleNamespace(records=[])) == []

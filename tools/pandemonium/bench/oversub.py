@@ -1,7 +1,8 @@
 """The oversub phase (issue #34): oversubscribed parallel runtimes.
 
-guest/driver.sh phase_oversub runs 2 coopbench processes at once, each with a thread per CPU, for
-each way a runtime waits at its barriers (libgomp's OMP_WAIT_POLICY=active and passive, and a
+guest/driver.sh phase_oversub runs one coopbench process alone with libgomp's active wait (the
+yardstick: k processes cannot finish before k times its time), then 2 at once, each with a thread
+per CPU, for each way a runtime waits at its barriers (libgomp's OMP_WAIT_POLICY=active and passive, and a
 sched_yield() barrier in OpenBLAS's style, after one such process alone), then 3 at once for
 libgomp's two waits, and prints
 
@@ -20,7 +21,8 @@ from .parse import Record, expand_figures, tagged_sections, tagged_states
 from .plan import OVERSUB_FIGURES
 
 # Figure -> the guest's PART and how many processes it runs at once.
-FIGURES = {"oversub-active": ("omp-active", 2), "oversub-passive": ("omp-passive", 2),
+FIGURES = {"oversub-active-1": ("omp-active-1", 1),
+           "oversub-active": ("omp-active", 2), "oversub-passive": ("omp-passive", 2),
            "oversub-yield-1": ("yield-1", 1), "oversub-yield": ("yield", 2),
            "oversub-active-3": ("omp-active-3", 3),
            "oversub-passive-3": ("omp-passive-3", 3)}

@@ -101,6 +101,10 @@ AUDIO_FIGURES = [
 # with a thread per CPU, looping parallel regions; each figure is the last process's completion
 # time.
 OVERSUB_FIGURES = [
+    # One process alone: with k processes the best makespan is k times this (each team run
+    # whole, in turn), which bounds what beating EEVDF by a factor can mean in a given boot.
+    _figure("oversub-active-1", "1 libgomp process alone, OMP_WAIT_POLICY=active: time", "s",
+            "oversub", reference=True),
     _figure("oversub-active", "2 libgomp processes, OMP_WAIT_POLICY=active: makespan", "s",
             "oversub", target=1 / 3, target_note="3x EEVDF's throughput (#34)"),
     _figure("oversub-passive", "2 libgomp processes, OMP_WAIT_POLICY=passive: makespan", "s",

@@ -249,9 +249,36 @@ def _launch_side(result) -> list[str]:
     return out
 
 
+# The oversub figures whose best makespan is k times one active process alone (each team run
+# whole, in turn): figure -> k.
+OVERSUB_BOUNDED = (("oversub-active", 2), ("oversub-active-3", 3))
+
+
+def _oversub_bound(result) -> list[str]:
+    """Per core count, each scheduler's active-wait makespans against k times its own median of
+    one process alone: how far from the best it is, and for EEVDF how much a scheduler could gain
+    over it in this boot (a target of 3x EEVDF is out of reach when EEVDF is within 3x of it)."""
+    vals: dict[tuple, list[float]] = {}
+    for r in result.records:
+        if r.phase.startswith("oversub-active") and not r.error and r.value is not None:
+            vals.setdefault((r.cores, r.phase, r.scheduler), []).append(r.value)
+    out = []
+    for cores in sorted({k[0] for k in vals}):
+        alone = _medians(vals, cores, "oversub-active-1")
+        for fig, k in OVERSUB_BOUNDED:
+            med = _medians(vals, cores, fig)
+            parts = [f"{s} {m:.2f} s ({m / (k * alone[s]):.2f}x)" for s, m in med.items()
+                     if alone.get(s)]
+            if parts:
+                out.append(f"{fig} at {cores} cores against {k} x one process alone (the "
+                           "scheduler's own median; 1.00x is the best, each team whole in "
+                           "turn): " + ", ".join(parts))
+    return out
+
+
 def _scale(result, cells) -> list[str]:
     return _floor(result, cells) + _wake_to_run(result) + _admin_side(result) \
-        + _launch_side(result) \
+        + _launch_side(result) + _oversub_bound(result) \
         + felt.notes(result, cells)
 
 

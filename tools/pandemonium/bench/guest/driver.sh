@@ -486,9 +486,10 @@ phase_audio() { felt audio; }
 # -- oversub: oversubscribed parallel runtimes (issue #34) --------------------------------------
 # 2 coopbench processes at once, each with a thread per CPU, for each way of waiting, then 3 at
 # once for libgomp's two waits; output, parsed by ../oversub.py: oversub-begin PART / one JSON
-# line per process / oversub-end PART, and oversub-state PART STATE. PART: omp-active,
-# omp-passive, yield-1 (one process alone, the yield barrier's yardstick), yield, omp-active-3,
-# omp-passive-3.
+# line per process / oversub-end PART, and oversub-state PART STATE. PART: omp-active-1 (one
+# process alone: k of them run back to back take k times as long, the best a scheduler can do),
+# omp-active, omp-passive, yield-1 (one process alone, the yield barrier's yardstick), yield,
+# omp-active-3, omp-passive-3.
 oversub_part() { # PART PROCESSES COMMAND...
     local part=$1 k=$2 pids="" i=0 p
     shift 2
@@ -515,6 +516,7 @@ oversub_learn() {
 phase_oversub() {
     local r=$BENCH_COOP_REGIONS
     [ "$sched" = pandemonium-learn ] && oversub_learn "$r"
+    oversub_part omp-active-1 1 env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=active coopbench omp $r 48
     oversub_part omp-active 2 env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=active coopbench omp $r 48
     oversub_part omp-passive 2 env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=passive coopbench omp $r 48
     oversub_part yield-1 1 coopbench yield $r 48 $N
