@@ -1,10 +1,10 @@
 """The oversub phase (issue #34): oversubscribed parallel runtimes.
 
 guest/driver.sh phase_oversub runs one coopbench process alone with libgomp's active wait (the
-yardstick: k processes cannot finish before k times its time), then 2 at once, each with a thread
-per CPU, for each way a runtime waits at its barriers (libgomp's OMP_WAIT_POLICY=active and passive, and a
-sched_yield() barrier in OpenBLAS's style, after one such process alone), then 3 at once for
-libgomp's two waits, and prints
+yardstick: k processes cannot finish before k times its time), then 2 at once, each with a
+thread per CPU, for each way a runtime waits at its barriers (libgomp's OMP_WAIT_POLICY=active
+and passive, and a sched_yield() barrier in OpenBLAS's style, after one such process alone),
+then 3 at once for libgomp's two waits, and prints
 
     oversub-begin PART / one coopbench JSON line per process / oversub-end PART
     oversub-state PART STATE        sched_ext's state when PART ended
