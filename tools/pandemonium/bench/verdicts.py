@@ -207,19 +207,30 @@ ADMIN_SIDE = (("admin-cpumax", "free_cpus", "the unlimited group's CPUs beside t
               ("admin-build", "build_cpus", "the cpu.weight=20 build's CPUs while hackbench ran"))
 
 
+def _step_figures(result, phase: str, picks: dict) -> dict[tuple, list[float]]:
+    """(cores, figure, scheduler) -> runs, in plan order, of what picks[figure](its dict) reads
+    from each @phase step's extra["figures"] (admin.py, oversub.py). In a failed step a part that
+    ended with the scheduler ejected is left out: it was measured partly under EEVDF."""
+    vals: dict[tuple, list[float]] = {}
+    for r in result.records:
+        figs = (r.extra or {}).get("figures") if r.phase == phase else None
+        for fig, pick in picks.items() if figs else ():
+            f = figs.get(fig) or {}
+            if r.error and f.get("state") != "enabled":
+                continue
+            v = pick(f)
+            if v is not None:
+                vals.setdefault((r.cores, fig, r.scheduler), []).append(v)
+    return vals
+
+
 def _admin_side(result) -> list[str]:
     """Per core count, each scheduler's median of the admin phase's side figures: where the
     CPU the capped or light group did not get went."""
-    vals: dict[tuple, list[float]] = {}  # (cores, figure, scheduler) -> runs, in plan order
-    for r in result.records:
-        figs = (r.extra or {}).get("figures") if r.phase == "admin" else None
-        for fig, key, _ in ADMIN_SIDE if figs else ():
-            f = figs.get(fig) or {}
-            if r.error and f.get("state") != "enabled":
-                continue  # ejected before this part ended: measured partly under EEVDF
-            v = (f.get("extra") or {}).get(key)
-            if v is not None:
-                vals.setdefault((r.cores, fig, r.scheduler), []).append(v)
+    def extra(key):
+        return lambda f: (f.get("extra") or {}).get(key)
+
+    vals = _step_figures(result, "admin", {fig: extra(key) for fig, key, _ in ADMIN_SIDE})
     out = []
     for cores in sorted({k[0] for k in vals}):
         for fig, _, what in ADMIN_SIDE:
@@ -259,15 +270,8 @@ def _oversub_bound(result) -> list[str]:
     (the fastest scheduler's median of that run, one yardstick for all): how far each is from
     running the teams whole, in turn, and for EEVDF how much any scheduler could gain over it in
     this boot (a target of 3x EEVDF is out of reach where EEVDF is within 3x of it)."""
-    vals: dict[tuple, list[float]] = {}  # (cores, figure, scheduler) -> runs
-    for r in result.records:
-        figs = (r.extra or {}).get("figures") if r.phase == "oversub" else None
-        for fig in ("oversub-active-1", *dict(OVERSUB_BOUNDED)) if figs else ():
-            f = figs.get(fig) or {}
-            if r.error and f.get("state") != "enabled":
-                continue  # ejected before this part ended: measured partly under EEVDF
-            if f.get("value") is not None:
-                vals.setdefault((r.cores, fig, r.scheduler), []).append(f["value"])
+    vals = _step_figures(result, "oversub", {fig: lambda f: f.get("value") for fig in
+                                             ("oversub-active-1", *dict(OVERSUB_BOUNDED))})
     out = []
     for cores in sorted({k[0] for k in vals}):
         alone = _medians(vals, cores, "oversub-active-1")
