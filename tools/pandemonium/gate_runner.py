@@ -265,20 +265,18 @@ def start_beside(cpus: int, kernel: str, accel: str, extra_args: str, loader, ho
     boot already built the gate's initramfs base, which the unsized boot only reads."""
     from concurrent.futures import ThreadPoolExecutor
 
-    service = None
-    if hosted:
-        from .vm.service import boot_service_layer, prepare_service_layer
+    from .vm.service import boot_service_layer, prepare_service_layer
 
+    prep = None
+    if hosted:
         _service_banner(cpus, kernel, extra_args, beside=True)
         prep = prepare_service_layer(kernel=kernel, accel=accel, loader=loader)
-        service = (prep, boot_service_layer)
 
     def both() -> list[GateRun]:
         runs = []
-        if service:
-            prep, boot = service
+        if prep is not None:
             try:
-                runs.append(_service_gate_run(cpus, boot(prep, cpus, echo=False)))
+                runs.append(_service_gate_run(cpus, boot_service_layer(prep, cpus, echo=False)))
             except PandemoniumError as exc:
                 # The unsized steps still run: a broken service image says nothing of them.
                 runs.append(GateRun(cpus, kernel, ["service"], 1, accel, 0.0, failure=[str(exc)]))
