@@ -63,8 +63,8 @@ def test_the_learning_scheduler_is_ours_and_its_warm_up_is_no_figure():
     # The driver's warm-up pairs print no section of their own: only the three parts count.
     out = "oversub-learned 2 1\n" + OUT
     assert set(figures(out)) == {"oversub-active-1", "oversub-active", "oversub-passive",
-                                 "oversub-yield-1",
-                                 "oversub-yield", "oversub-active-3", "oversub-passive-3"}
+                                 "oversub-yield-1", "oversub-yield", "oversub-active-3",
+                                 "oversub-passive-3", "oversub-cyclictest"}
     assert figures(out)["oversub-active"]["value"] == 1.02
 
 
@@ -117,3 +117,47 @@ def test_the_report_reads_each_makespan_against_k_times_its_own_alone_run():
         "oversub-active-3 at 2 cores against 3 x one process alone (pandemonium-coop's median "
         "0.50 s, the fastest; near 1.00x the teams run whole, in turn): eevdf 2.40 s (1.60x)"]
     assert verdicts._oversub_bound(SimpleNamespace(records=[])) == []
+
+
+# cyclictest -h rows: latency (us) then one count per thread; 100 samples, P99 is the 99th.
+HIST = "\n".join(["# /dev/cpu_dma_latency set to 0us", "000050 40 40", "000400 9 10",
+                  "003000 1 0", "# Max Latencies: 03000 00400",
+                  "# Histogram Overflows: 00000 00000"])
+
+
+def test_the_latency_part_is_cyclictest_p99_beside_the_active_processes():
+    out = "\n".join(["oversub-begin omp-active-lat", HIST, "oversub-end omp-active-lat",
+                     "oversub-state omp-active-lat enabled"])
+    f = figures(out)["oversub-cyclictest"]
+    assert f["value"] == 400.0 and f["error"] is None and f["state"] == "enabled"
+    assert f["extra"] == {"p50_us": 50.0, "max_us": 3000.0}
+    # A process that ended before cyclictest did leaves part of the window unloaded: no figure.
+    early = out.replace("oversub-end", "oversub-note omp-active-lat a coopbench process ended "
+                        "before cyclictest\noversub-end")
+    f = figures(early)["oversub-cyclictest"]
+    assert f["value"] is None and "ended before cyclictest" in f["error"]
+    assert "did not run" in figures(OUT)["oversub-cyclictest"]["error"]
+    assert "no cyclictest histogram rows" in figures(
+        "oversub-begin omp-active-lat\noversub-end omp-active-lat")["oversub-cyclictest"]["error"]
+    assert not P.PHASES["oversub-cyclictest"].target  # its bar is ours plain, not EEVDF
+
+
+def test_the_report_reads_the_latency_beside_against_ours_with_the_treatment_off():
+    from types import SimpleNamespace
+
+    from tools.pandemonium.bench import verdicts
+
+    def step(sched, p99_us, it=1):
+        rec = Record(2, it, sched, "oversub", 0, 10.0)
+        rec.extra = {"figures": {"oversub-cyclictest": {"value": p99_us, "error": None,
+                                                        "state": "enabled"}}}
+        return rec
+    records = [step("eevdf", 9000.0), step("pandemonium", 4000.0),
+               step("pandemonium", 6000.0, it=2), step("pandemonium-coop", 4500.0),
+               step("pandemonium-coop", 5500.0, it=2)]
+    assert verdicts._oversub_latency(SimpleNamespace(records=records)) == [
+        "oversub-cyclictest at 2 cores against ours with the cooperative treatment off (median "
+        "of runs, min-max, ratio to pandemonium's 5.00 ms): eevdf 9.00 ms (9.00-9.00, 1.80x), "
+        "pandemonium 5.00 ms (4.00-6.00, 1.00x), pandemonium-coop 5.00 ms (4.50-5.50, 1.00x)"]
+    # Without the plain run there is nothing to read against.
+    assert verdicts._oversub_latency(SimpleNamespace(records=records[:1] + records[3:])) == []

@@ -69,6 +69,14 @@ def test_quick_uses_one_core_count_one_iteration_and_short_sizes():
     assert plan.phases == P.SCALE_PHASES and plan.bracket
 
 
+def test_coop_regions_sizes_the_oversub_processes():
+    spec = commands.BY_NAME["bench-scale"]
+    plan = commands.plan_from_args(spec, _args("bench-scale", "--coop-regions", "200"))
+    assert plan.sizes.guest_env()["BENCH_COOP_REGIONS"] == "200"
+    plan = commands.plan_from_args(spec, _args("bench-scale"))
+    assert plan.sizes.guest_env()["BENCH_COOP_REGIONS"] == str(P.Sizes().coop_regions)
+
+
 def test_external_takes_names_and_paths_repeatedly_and_pandemonium_only_drops_them():
     args = _args("bench-scale", "--external", "scx_bpfland", "--external", "upstream",
                  "--external", "/opt/scx_x --slice-us 5000", "--external", "lavd")
@@ -105,6 +113,7 @@ def test_external_help_names_the_known_anchors(capsys):
     (["--iterations", "0"], "--iterations"),
     (["--cores", "two"], "expected numbers"),
     (["--phase-seconds", "0"], "--phase-seconds"),
+    (["--coop-regions", "0"], "--coop-regions"),
     (["--external", ""], "needs a NAME or PATH"),
     (["--external", "no_such_scheduler_xyz"], "not a known name"),
     (["--external", "/opt/x 'a b'"], "not supported"),
@@ -130,14 +139,14 @@ def test_every_phase_has_a_guest_function_and_a_parser():
 
     from tools.pandemonium.bench.admin import FIGURES
     from tools.pandemonium.bench.felt import FIGURES as FELT_FIGURES
-    from tools.pandemonium.bench.oversub import FIGURES as OVERSUB_FIGURES
+    from tools.pandemonium.bench.oversub import FIGURES as OVERSUB_FIGURES, LATENCY
 
     script = (GUEST_DIR / "driver.sh").read_text()
     for name, phase in P.PHASES.items():
         if phase.part_of:  # a figure of another phase's step: that phase's parser makes it
             assert phase.part_of in PARSERS, name
             assert (name in FIGURES or name in FELT_FIGURES.get(phase.part_of, {})
-                    or name in OVERSUB_FIGURES), name
+                    or name in OVERSUB_FIGURES or name in LATENCY), name
             continue
         assert f"phase_{name}()" in script, name
         assert name in PARSERS, name

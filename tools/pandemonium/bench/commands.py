@@ -100,6 +100,10 @@ def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
                    help="skip EEVDF (no ratios) and --external")
     p.add_argument("--phase-seconds", type=int, metavar="S", default=spec.phase_s,
                    help=f"length of each timed phase (default {spec.phase_s or P.Sizes().phase_s})")
+    p.add_argument("--coop-regions", type=int, metavar="N",
+                   help="parallel regions per coopbench process in the oversub phase (default "
+                        f"{P.Sizes().coop_regions}); fewer keep a board at 4 or more vCPUs "
+                        "under single-threaded TCG within hours")
     p.add_argument("--kernel", default="default", metavar="SPEC", help="VM kernel (see vm --help)")
     p.add_argument("--accel", choices=[m for m in MODES if m != "auto"],
                    help="default: tcg-multi if vCPUs <= host cores, else tcg-single. "
@@ -153,6 +157,10 @@ def plan_from_args(spec: Command, args: argparse.Namespace,
         if args.phase_seconds < 1:
             raise PandemoniumError(f"{spec.name}: --phase-seconds must be at least 1")
         sizes.phase_s = args.phase_seconds
+    if args.coop_regions is not None:
+        if args.coop_regions < 1:
+            raise PandemoniumError(f"{spec.name}: --coop-regions must be at least 1")
+        sizes.coop_regions = args.coop_regions
     phases = pick(spec.name, "--phases", args.phases, spec.phases, spec.more_phases)
     scheds = pick(spec.name, "--schedulers", args.schedulers, spec.schedulers,
                   spec.more_schedulers)

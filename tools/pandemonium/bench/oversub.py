@@ -4,20 +4,23 @@ guest/driver.sh phase_oversub runs one coopbench process alone with libgomp's ac
 yardstick: k processes cannot finish before k times its time), then 2 at once, each with a
 thread per CPU, for each way a runtime waits at its barriers (libgomp's OMP_WAIT_POLICY=active
 and passive, and a sched_yield() barrier in OpenBLAS's style, after one such process alone),
-then 3 at once for libgomp's two waits, and prints
+then 3 at once for libgomp's two waits, then cyclictest beside 2 active-wait processes, and prints
 
     oversub-begin PART / one coopbench JSON line per process / oversub-end PART
     oversub-state PART STATE        sched_ext's state when PART ended
+    oversub-note PART TEXT          what made PART's figure unfit (a process ended early)
 
 Each PART becomes one figure (plan.OVERSUB_FIGURES): the makespan, the later process's
-completion time; each process's own time and the context switches stay beside it.
+completion time, with each process's own time and the context switches beside it; for the
+latency part (LATENCY), cyclictest's P99 over the whole histogram.
 """
 
 from __future__ import annotations
 
 import json
 
-from .parse import Record, expand_figures, tagged_sections, tagged_states
+from .parse import Record, cyclictest_percentiles, expand_figures, tagged_sections, \
+    tagged_states
 from .plan import OVERSUB_FIGURES
 
 # Figure -> the guest's PART and how many processes it runs at once.
@@ -26,7 +29,9 @@ FIGURES = {"oversub-active-1": ("omp-active-1", 1),
            "oversub-yield-1": ("yield-1", 1), "oversub-yield": ("yield", 2),
            "oversub-active-3": ("omp-active-3", 3),
            "oversub-passive-3": ("omp-passive-3", 3)}
-assert list(FIGURES) == [p.name for p in OVERSUB_FIGURES]
+# Figure -> the guest's PART: cyclictest beside the active-wait processes.
+LATENCY = {"oversub-cyclictest": "omp-active-lat"}
+assert [*FIGURES, *LATENCY] == [p.name for p in OVERSUB_FIGURES]
 
 
 def reports(body: str) -> list[dict]:
@@ -62,6 +67,30 @@ def figures(text: str) -> dict[str, dict]:
                      "nvcsw": sum(r.get("nvcsw", 0) for r in got),
                      "nivcsw": sum(r.get("nivcsw", 0) for r in got)}
         out[name] = {"value": value, "extra": extra, "error": error, "state": states.get(part)}
+    notes = tagged_notes(text)
+    for name, part in LATENCY.items():
+        value, extra, error = None, {}, None
+        if part not in parts:
+            error = f"{name}: the {part} part did not run"
+        elif part in notes:
+            error = f"{name}: {notes[part]}"
+        else:
+            try:
+                (p50, value), mx = cyclictest_percentiles(parts[part], (0.5, 0.99))
+                extra = {"p50_us": p50, "max_us": mx}
+            except ValueError as exc:
+                error = f"{name}: {exc}"
+        out[name] = {"value": value, "extra": extra, "error": error, "state": states.get(part)}
+    return out
+
+
+def tagged_notes(text: str) -> dict[str, str]:
+    """PART -> its first `oversub-note PART TEXT` line's TEXT."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        words = line.strip().split(None, 2)
+        if len(words) == 3 and words[0] == "oversub-note":
+            out.setdefault(words[1], words[2])
     return out
 
 
@@ -72,4 +101,5 @@ def parse_oversub(text: str, rec: Record) -> None:
 
 def expand(records: list[Record]) -> list[Record]:
     """Each oversub step's record becomes one record per figure (parse.expand_figures)."""
-    return expand_figures(records, lambda phase: list(FIGURES) if phase == "oversub" else None)
+    return expand_figures(records,
+                          lambda phase: [*FIGURES, *LATENCY] if phase == "oversub" else None)

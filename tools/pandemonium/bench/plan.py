@@ -121,6 +121,9 @@ OVERSUB_FIGURES = [
             "oversub", target=1 / 2, target_note="2x EEVDF's throughput (#34)"),
     _figure("oversub-passive-3", "3 libgomp processes, OMP_WAIT_POLICY=passive: makespan", "s",
             "oversub", target=1.0),
+    # #34's bar is ours with the treatment off, not EEVDF: read in verdicts._oversub_latency.
+    _figure("oversub-cyclictest", "cyclictest P99 beside 2 active-wait libgomp processes", "us",
+            "oversub"),
 ]
 BESIDE_WINDOWS = 3  # the frames and audio phases measure 3 BENCH_D beside the build, 1 alone
 
@@ -159,7 +162,7 @@ PHASES: dict[str, Phase] = {p.name: p for p in [
           windows=1 + BESIDE_WINDOWS),
     *AUDIO_FIGURES,
     # One guest step with the figures above: each workload's 2 or 3 processes at once, in turn.
-    Phase("oversub", "oversubscribed parallel runtimes", "-", 35.0, timed=False),
+    Phase("oversub", "oversubscribed parallel runtimes", "-", 65.0, timed=False),
     *OVERSUB_FIGURES,
     # Building blocks of the other bench commands.
     Phase("idle", "scheduler CPU", "%", 0.0),

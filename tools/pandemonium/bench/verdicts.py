@@ -288,9 +288,32 @@ def _oversub_bound(result) -> list[str]:
     return out
 
 
+def _oversub_latency(result) -> list[str]:
+    """Per core count, each scheduler's cyclictest P99 beside the active-wait processes against
+    ours with the cooperative treatment off (the plain `pandemonium` run): #34 asks that the
+    treatment cost the interactive wakeups nothing over it. The spread is every run's range."""
+    fig = "oversub-cyclictest"
+    vals = _step_figures(result, "oversub", {fig: lambda f: f.get("value")})
+    out = []
+    for cores in sorted({k[0] for k in vals}):
+        med = _medians(vals, cores, fig)
+        plain = med.get("pandemonium")
+        if not plain:
+            continue
+
+        def one(s, m):
+            runs = vals[(cores, fig, s)]
+            return (f"{s} {m / 1e3:.2f} ms ({min(runs) / 1e3:.2f}-{max(runs) / 1e3:.2f}, "
+                    f"{m / plain:.2f}x)")
+        out.append(f"{fig} at {cores} cores against ours with the cooperative treatment off "
+                   f"(median of runs, min-max, ratio to pandemonium's {plain / 1e3:.2f} ms): "
+                   + ", ".join(one(s, m) for s, m in med.items()))
+    return out
+
+
 def _scale(result, cells) -> list[str]:
     return _floor(result, cells) + _wake_to_run(result) + _admin_side(result) \
-        + _launch_side(result) + _oversub_bound(result) \
+        + _launch_side(result) + _oversub_bound(result) + _oversub_latency(result) \
         + felt.notes(result, cells)
 
 

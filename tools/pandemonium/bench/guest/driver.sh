@@ -489,7 +489,8 @@ phase_audio() { felt audio; }
 # line per process / oversub-end PART, and oversub-state PART STATE. PART: omp-active-1 (one
 # process alone: k of them run back to back take k times as long, the best a scheduler can do),
 # omp-active, omp-passive, yield-1 (one process alone, the yield barrier's yardstick), yield,
-# omp-active-3, omp-passive-3.
+# omp-active-3, omp-passive-3; last omp-active-lat, cyclictest's histogram beside 2 active ones
+# (oversub-note PART TEXT when a process ended before cyclictest did).
 oversub_part() { # PART PROCESSES COMMAND...
     local part=$1 k=$2 pids="" i=0 p
     shift 2
@@ -513,6 +514,29 @@ oversub_learn() {
     done
     echo "oversub-learned $i $(grep -c 'coop-learn: recognising "coopbench"' "$R/raw/$tag.sched.log")"
 }
+# cyclictest beside K active-wait processes that outlast it (#34: the cooperative treatment must
+# not cost interactive wakeups what the plain scheduler gives them). Each process has far more
+# regions than the window needs and is killed when cyclictest is done; its report is dropped.
+oversub_latency() { # PART PROCESSES
+    local part=$1 k=$2 pids="" i=0 p
+    echo "oversub-begin $part"
+    while [ $i -lt "$k" ]; do
+        env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=active \
+            coopbench omp $((BENCH_COOP_REGIONS * 200)) 48 > /dev/null 2>&1 &
+        pids="$pids $!"; LOADS="$LOADS $!"; i=$((i + 1))
+    done
+    settle
+    cyclictest --policy=other -q -m -t "$N" -i $PERIOD_US -D "$BENCH_CYC_D" -h 100000 2>&1 \
+        | awk '/^#/ { print; next } { s = 0; for (i = 2; i <= NF; i++) s += $i; if (s > 0) print }'
+    for p in $pids; do  # an exited process is a zombie until unload reaps it
+        case $(cut -d' ' -f3 /proc/$p/stat 2>/dev/null) in
+            R|S|D) ;; *) echo "oversub-note $part a coopbench process ended before cyclictest" ;;
+        esac
+    done
+    unload
+    echo "oversub-end $part"
+    echo "oversub-state $part $(sx_state)"
+}
 phase_oversub() {
     local r=$BENCH_COOP_REGIONS
     [ "$sched" = pandemonium-learn ] && oversub_learn "$r"
@@ -523,6 +547,7 @@ phase_oversub() {
     oversub_part yield 2 coopbench yield $r 48 $N
     oversub_part omp-active-3 3 env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=active coopbench omp $r 48
     oversub_part omp-passive-3 3 env OMP_NUM_THREADS=$N OMP_WAIT_POLICY=passive coopbench omp $r 48
+    oversub_latency omp-active-lat 2
 }
 # Idle and load windows for the scheduler's own cost (bench-power).
 phase_idle() { sleep "$BENCH_D"; echo idle; }
