@@ -235,3 +235,16 @@ def test_topology_is_checked_against_the_largest_core_count():
         args = _args("bench-trace", "--cores", cores, "--topology", topology)
         with pytest.raises(PandemoniumError, match=msg):
             commands.topology_from_args(spec, args, commands.plan_from_args(spec, args))
+
+
+def test_the_vm_timeout_allows_for_icounts_pace():
+    from tools.pandemonium.bench import driver
+
+    plan = P.Plan(phases=["oversub"], schedulers=[P.PANDEMONIUM_COOP], cores=[4], iterations=1,
+                  sizes=P.Sizes())
+    assert driver.pace("tcg-multi", 4) == driver.pace("tcg-single", 4) == 1.0
+    assert driver.pace("tcg-icount", 4) == 2 * driver.pace("tcg-icount", 2) == 10.0
+    single = driver._timeout(plan, [], "tcg-single")
+    icount = driver._timeout(plan, [], "tcg-icount")
+    fixed = 900 + driver.BOOT_S_PER_VCPU * 4  # the margin and the boot do not scale
+    assert icount - fixed == pytest.approx(10 * (single - fixed))

@@ -159,7 +159,8 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
     mode = accel or accel_for(vcpus, os.cpu_count() or 1)
     log.info("bench: %d runs x %d phases at %s cores, %s, roughly %s (VM timeout %s)",
              len(plan.runs()), len(plan.phases), ",".join(map(str, sorted(plan.cores))), mode,
-             fmt_duration(plan.estimate_s()), fmt_duration(_timeout(plan, [])))
+             fmt_duration(plan.estimate_s() * pace(mode, vcpus)),
+             fmt_duration(_timeout(plan, [], mode)))
     load_before = os.getloadavg()
     boots: list[_Boot] = []
     skipped: list[int] = []
@@ -216,9 +217,21 @@ class _Boot:
 BOOT_S_PER_VCPU = 15
 
 
-def _timeout(plan: Plan, skipped: list[int]) -> float:
+# Wall seconds per estimated guest second under tcg-icount, per vCPU: one host thread runs every
+# vCPU's instructions, and guest time counts them. The oversub phase at 4 vCPUs (6.18, EEVDF, 600
+# regions) took 13m51s for ~74 s of guest time: ~11x.
+ICOUNT_PACE_PER_VCPU = 2.5
+
+
+def pace(mode: str, vcpus: int) -> float:
+    """Wall seconds per estimated guest second: 1 but under tcg-icount, whose CPU-bound phases
+    run ~10x slower at 4 vCPUs than their guest time (the estimate is in guest seconds)."""
+    return ICOUNT_PACE_PER_VCPU * vcpus if mode == "tcg-icount" else 1.0
+
+
+def _timeout(plan: Plan, skipped: list[int], mode: str) -> float:
     # TCG pace varies with host load; every vCPU lengthens the boot and each attach.
-    return (R.remaining_estimate_s(plan, skipped) * 2 + 900
+    return (R.remaining_estimate_s(plan, skipped) * pace(mode, max(plan.cores)) * 2 + 900
             + BOOT_S_PER_VCPU * max(plan.cores))
 
 
@@ -243,7 +256,7 @@ def _boot_once(plan: Plan, out_dir: Path, number: int, skipped: list[int], kerne
     vm_dir.mkdir(parents=True, exist_ok=True)
     saver = StreamSaver(vm_dir / "streamed")
     res = run_in_vm(["sh", "/usr/local/bin/bench-driver"], cpus=max(plan.cores), kernel=kernel,
-                    accel=mode, timeout=_timeout(plan, skipped), add=add, out_dir=vm_dir,
+                    accel=mode, timeout=_timeout(plan, skipped, mode), add=add, out_dir=vm_dir,
                     tools=TOOLS, env=env, echo=echo, retry_on_oops=False,
                     extra_cmdline=extra_cmdline, topology=topology,
                     on_line=_both(Progress(plan, skipped=skipped), saver))
