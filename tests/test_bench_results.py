@@ -364,3 +364,14 @@ def test_launch_reports_what_the_busy_loops_beside_it_got(tmp_path):
     old = parse_results(res)[0][0]
     assert "load_cpus" not in old.extra
     assert verdicts._launch_side(SimpleNamespace(records=[old])) == []
+
+
+def test_phase_plot_axis_labels_wrap_to_fit_beside_the_plot():
+    from tools.pandemonium.bench.plan import PHASES
+    from tools.pandemonium.bench.plots import axis_label
+
+    for p in PHASES.values():
+        label = axis_label(p.metric, p.unit)
+        assert all(len(line) <= 40 for line in label.splitlines()), p.name
+        assert label.split() == f"{p.metric} ({p.unit})".split()
+    assert axis_label("probe P99", "us") == "probe P99 (us)"

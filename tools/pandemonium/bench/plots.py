@@ -12,6 +12,7 @@ import os
 import site
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 from ..common import log
@@ -127,6 +128,11 @@ def scoreboard_plot(plt, out_dir: Path, cells: list[Cell], phases: list[str]) ->
     return made
 
 
+def axis_label(metric: str, unit: str, width: int = 40) -> str:
+    """A phase plot's y-axis label, wrapped to lines that fit beside the plot."""
+    return textwrap.fill(f"{metric} ({unit})", width)
+
+
 def phase_plot(plt, out_dir: Path, phase: str, cells: list[Cell],
                color: dict[str, str]) -> bool:
     """Median per scheduler (bars) per core count (groups), min-max of the runs as error bars."""
@@ -141,7 +147,8 @@ def phase_plot(plt, out_dir: Path, phase: str, cells: list[Cell],
     _bars(ax, [f"{n} cores" for n in cores],
           {s: [at[(n, s)].median if (n, s) in at else None for n in cores] for s in scheds},
           color, {s: [at[(n, s)].spread if (n, s) in at else None for n in cores] for s in scheds})
-    ax.set_ylabel(f"{p.metric} ({p.unit})")
+    # The figure is 4 inches high: a metric that names its workload runs past it on one line.
+    ax.set_ylabel(axis_label(p.metric, p.unit))
     if p.configured is not None:
         ax.axhline(p.configured, color="black", linewidth=1, linestyle="--",
                    label=f"configured ({p.configured:.3g})")
