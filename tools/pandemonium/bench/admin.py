@@ -13,11 +13,10 @@ from __future__ import annotations
 import re
 
 from .parse import HACKBENCH_TIME, Record, cyclictest_percentiles, expand_figures, \
-    search_number, tagged_sections, tagged_states
+    search_number, tagged_notes, tagged_sections, tagged_states
 from .plan import ADMIN_FIGURES
 
 _COUNT = re.compile(r"^admin-count (\S+) (\S+) (-?\d+) (-?\d+)\s*$")
-_NOTE = re.compile(r"^admin-note (\S+) (.*)$")
 
 
 def counters(text: str) -> dict[str, dict[str, int]]:
@@ -28,15 +27,6 @@ def counters(text: str) -> dict[str, dict[str, int]]:
         if m:
             fig, label, before, after = m.groups()
             out.setdefault(fig, {})[label] = int(after) - int(before)
-    return out
-
-
-def notes(text: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        m = _NOTE.match(line.strip())
-        if m:
-            out.setdefault(m.group(1), []).append(m.group(2).strip())
     return out
 
 
@@ -105,7 +95,7 @@ assert list(FIGURES) == [p.name for p in ADMIN_FIGURES]
 def figures(text: str) -> dict[str, dict]:
     """Figure name -> {"value": float | None, "extra": {...}, "error": str | None}."""
     c, s = counters(text), tagged_sections(text, "admin")
-    n, states = notes(text), tagged_states(text, "admin")
+    n, states = tagged_notes(text, "admin"), tagged_states(text, "admin")
     out = {}
     for name, (fig, part, parse) in FIGURES.items():
         try:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 
-from .parse import Record, cyclictest_percentiles, expand_figures, tagged_sections, \
-    tagged_states
+from .parse import Record, cyclictest_percentiles, expand_figures, tagged_notes, \
+    tagged_sections, tagged_states
 from .plan import OVERSUB_FIGURES
 
 # Figure -> the guest's PART and how many processes it runs at once.
@@ -67,13 +67,13 @@ def figures(text: str) -> dict[str, dict]:
                      "nvcsw": sum(r.get("nvcsw", 0) for r in got),
                      "nivcsw": sum(r.get("nivcsw", 0) for r in got)}
         out[name] = {"value": value, "extra": extra, "error": error, "state": states.get(part)}
-    notes = tagged_notes(text)
+    notes = tagged_notes(text, "oversub")
     for name, part in LATENCY.items():
         value, extra, error = None, {}, None
         if part not in parts:
             error = f"{name}: the {part} part did not run"
         elif part in notes:
-            error = f"{name}: {notes[part]}"
+            error = f"{name}: {notes[part][0]}"
         else:
             try:
                 (p50, value), mx = cyclictest_percentiles(parts[part], (0.5, 0.99))
@@ -81,16 +81,6 @@ def figures(text: str) -> dict[str, dict]:
             except ValueError as exc:
                 error = f"{name}: {exc}"
         out[name] = {"value": value, "extra": extra, "error": error, "state": states.get(part)}
-    return out
-
-
-def tagged_notes(text: str) -> dict[str, str]:
-    """PART -> its first `oversub-note PART TEXT` line's TEXT."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        words = line.strip().split(None, 2)
-        if len(words) == 3 and words[0] == "oversub-note":
-            out.setdefault(words[1], words[2])
     return out
 
 

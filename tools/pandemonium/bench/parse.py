@@ -383,6 +383,17 @@ def tagged_states(text: str, tag: str) -> dict[str, str]:
     return {m.group(1): m.group(2) for line in text.splitlines() if (m := rx.match(line.strip()))}
 
 
+def tagged_notes(text: str, tag: str) -> dict[str, list[str]]:
+    """PART -> the TEXTs of its `TAG-note PART TEXT` lines: why a part's figure is missing or
+    unfit."""
+    rx = re.compile(rf"^{tag}-note (\S+) (.*)$")
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if m := rx.match(line.strip()):
+            out.setdefault(m.group(1), []).append(m.group(2).strip())
+    return out
+
+
 def expand_figures(records: list, names_of) -> list:
     """A guest step that yields several figures (admin, frames, audio) becomes one record per
     figure, `names_of(phase)` naming them (None: the record stays as it is). A step that failed as

@@ -292,6 +292,11 @@ phase_cyclictest() {
     cyclictest --policy=other -q -m -t "$N" -i $PERIOD_US -D "$BENCH_CYC_D" -h 100000 2>&1 \
         | awk '/^#/ { print; next } { s = 0; for (i = 2; i <= NF; i++) s += $i; if (s > 0) print }'
 }
+# The same run, beside whatever load the caller started (the admin and oversub phases).
+cyclictest_hist() {
+    cyclictest --policy=other -q -m -t "$N" -i $PERIOD_US -D "$BENCH_CYC_D" -h 100000 2>&1 \
+        | awk '/^#/ { print; next } { s = 0; for (i = 2; i <= NF; i++) s += $i; if (s > 0) print }'
+}
 phase_hackbench() { busy $((2 * N)); settle; hackbench -P -g "$BENCH_HB_GROUPS" -l "$BENCH_HB_LOOPS" 2>&1; }
 # -- admin: what an administrator sets (cgroup cpu.weight / cpu.max, nice, SCHED_IDLE) -------
 # Raw counters only; ../admin.py turns them into figures. Output lines:
@@ -382,8 +387,7 @@ spin_set() {
 }
 admin_cyclictest() {
     echo "admin-begin $1"
-    cyclictest --policy=other -q -m -t "$N" -i $PERIOD_US -D "$BENCH_CYC_D" -h 100000 2>&1 \
-        | awk '/^#/ { print; next } { s = 0; for (i = 2; i <= NF; i++) s += $i; if (s > 0) print }'
+    cyclictest_hist
     echo "admin-end $1"
 }
 admin_weight() {
@@ -526,8 +530,7 @@ oversub_latency() { # PART PROCESSES
         pids="$pids $!"; LOADS="$LOADS $!"; i=$((i + 1))
     done
     settle
-    cyclictest --policy=other -q -m -t "$N" -i $PERIOD_US -D "$BENCH_CYC_D" -h 100000 2>&1 \
-        | awk '/^#/ { print; next } { s = 0; for (i = 2; i <= NF; i++) s += $i; if (s > 0) print }'
+    cyclictest_hist
     for p in $pids; do  # an exited process is a zombie until unload reaps it
         case $(cut -d' ' -f3 /proc/$p/stat 2>/dev/null) in
             R|S|D) ;; *) echo "oversub-note $part a coopbench process ended before cyclictest" ;;
