@@ -66,8 +66,7 @@ struct Cli {
     /// thread pools): a group's threads never preempt each other, a thread keeps its CPU until
     /// it blocks or yields or its group's 20 ms turn ends, a yield goes to a waiting thread of
     /// the same process first, and groups take the CPUs in turn, whole. Other programs' wakeups
-    /// are meant to preempt them; at 4 or more CPUs they can wait for the group's turn instead
-    /// (README, Known problems). Off unless given. Repeatable.
+    /// preempt them as they preempt a CPU-bound task. Off unless given. Repeatable.
     #[arg(long = "coop", value_name = "COMM", value_parser = coop::parse_name)]
     coop: Vec<String>,
 

@@ -99,19 +99,23 @@ static __always_inline void coop_running(struct task_struct *p, struct task_ctx 
 }
 
 /*
- * stopping(): a group's thread that stops still runnable, without a yield, before it ran the
- * slice it started with (coop_slice, set in running() once runner_started() has shortened it
- * for interactive work, and zeroed when the tick cuts it for such work) was preempted: a kick or
- * a preempting insertion zeroes the slice, so the slice left cannot tell. Its CPU remembers its
- * group until the next task starts there, or until a higher class takes it (cpu_release()).
+ * stopping(), before the runner is unpublished: a group's thread that stops still runnable,
+ * without a yield, before it ran the slice it started with (coop_slice, set in running() once
+ * runner_started() has shortened it for interactive work, and zeroed when the tick cuts it for
+ * such work) was preempted: a kick or a preempting insertion zeroes the slice, so the slice left
+ * cannot tell. A runner a waker claimed (claim_runner() unpublished it) was cut for that waker,
+ * not for a mate, whatever then runs here: another CPU may have run the waker first. Its CPU
+ * remembers its group until the next task starts there, or until a higher class takes it
+ * (cpu_release()).
  */
 static __always_inline void coop_stopping(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 					  u64 used, bool runnable)
 {
 	u64 g = coop_group(p, tctx);
 	struct cpu_ctx *c = cpu_ctx(cpu);
+	bool claimed = c->run_kind == RUN_NONE && !tctx->wait_rescued;
 
-	c->run_group = g && runnable && !tctx->yielded && used < tctx->coop_slice ? g : 0;
+	c->run_group = g && runnable && !tctx->yielded && !claimed && used < tctx->coop_slice ? g : 0;
 	c->cut_pid = p->pid;
 }
 
@@ -259,8 +263,10 @@ static __always_inline void coop_keep_prev(struct task_struct *prev, s32 cpu)
 	u64 now = bpf_ktime_get_ns(), left = coop_left(cpu, now);
 
 	prev->scx.slice = left > MIN_SLICE_NS ? left : MIN_SLICE_NS;
-	if (t)
+	if (t) {
 		t->coop_slice = now - t->last_run_at + prev->scx.slice;
+		runner_kept(prev, t, cpu, now);
+	}
 	STAT_INC(nr_keep_running);
 }
 

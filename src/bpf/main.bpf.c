@@ -331,6 +331,7 @@ void BPF_STRUCT_OPS(pandemonium_dispatch, s32 cpu, struct task_struct *prev)
 		prev->scx.slice = task_slice(tctx, k);
 		/* A yielder that found nothing to yield to runs on without a running(). */
 		tctx->yielded = 0;
+		runner_kept(prev, tctx, cpu, bpf_ktime_get_ns());
 		STAT_INC(nr_keep_running);
 		step = DISP_KEEP_RUNNING;
 	}
@@ -491,9 +492,9 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 		used = 1000 * MSEC_NS;
 	p->scx.dsq_vtime += charge_task(p, tctx, used, now, tp);
 	bw_charge_task(tctx, now);
-	cpu_ctx(scx_bpf_task_cpu(p))->run_kind = RUN_NONE;
 	if (coop_on_ro)
 		coop_stopping(p, tctx, scx_bpf_task_cpu(p), used, runnable);
+	cpu_ctx(scx_bpf_task_cpu(p))->run_kind = RUN_NONE;
 	if (coop_learn_ro)
 		coop_note_stop(p, tctx, runnable);
 	tctx->wait_rescued = 0;

@@ -72,8 +72,22 @@ static __always_inline void share_batch_slice(struct task_struct *p,
 }
 
 /*
- * running(): what a waker may claim here from now on (claim_runner()), and the slice a BATCH task
- * starts with. No waker claims a wait-bound rescue (run_outwaited()).
+ * What a waker may claim from @cpu's runner from now on (claim_runner()), and the deadline its
+ * test reads. No waker claims a wait-bound rescue (run_outwaited()).
+ */
+static __always_inline void publish_runner(struct task_ctx *tctx, s32 cpu, u64 deadline)
+{
+	struct cpu_ctx *c = cpu_ctx(cpu);
+
+	c->run_deadline = deadline;
+	if (tctx->wait_rescued)
+		c->run_kind = RUN_NONE;
+	else
+		c->run_kind = tctx->tier == TIER_BATCH ? RUN_BATCH : RUN_OTHER;
+}
+
+/*
+ * running(): publish_runner(), and the slice a BATCH task starts with.
  *
  * A BATCH task that gets a CPU while interactive work waits in the node DSQ (an overflow rescue,
  * or the only thing this CPU's dispatch found first) or in a nearby CPU's own DSQ (too young to
@@ -85,11 +99,7 @@ static __always_inline void runner_started(struct task_struct *p, struct task_ct
 	struct tuning_knobs *k;
 	struct topo_params *tp;
 
-	cpu_ctx(cpu)->run_deadline = p->scx.dsq_vtime + p->scx.slice;
-	if (tctx->wait_rescued)
-		cpu_ctx(cpu)->run_kind = RUN_NONE;
-	else
-		cpu_ctx(cpu)->run_kind = tctx->tier == TIER_BATCH ? RUN_BATCH : RUN_OTHER;
+	publish_runner(tctx, cpu, p->scx.dsq_vtime + p->scx.slice);
 	if (tctx->tier != TIER_BATCH || tctx->wait_rescued || !(k = knobs()) || !(tp = topo()))
 		return;
 	if (p->scx.slice > k->preempt_thresh_ns &&
@@ -98,6 +108,22 @@ static __always_inline void runner_started(struct task_struct *p, struct task_ct
 		p->scx.slice = k->preempt_thresh_ns;
 	else if (!(tctx->flags & TF_COOP))
 		share_batch_slice(p, k, cpu_node(cpu));
+}
+
+/*
+ * A runner that goes on with a new slice but no running() (keep_prev(), coop_keep_prev(),
+ * DISP_KEEP_RUNNING) is published again. A waker may have claimed it and then run on another
+ * CPU first: left unpublished, the CPU could not be claimed until its runner stopped, and a
+ * pinned wakeup there queued behind it: behind a --coop group's thread, kept for its 20 ms
+ * quantum, for most of that quantum. The deadline is where the runner's vtime is now plus the new slice: with the stale one, a
+ * waker whose deadline came after it would wait out the whole new slice.
+ */
+static __always_inline void runner_kept(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+					u64 now)
+{
+	u64 ran = tctx->last_run_at && now > tctx->last_run_at ? now - tctx->last_run_at : 0;
+
+	publish_runner(tctx, cpu, p->scx.dsq_vtime + p->scx.slice + charge_vtime(ran, tctx->weight));
 }
 
 /*
@@ -333,13 +359,7 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
 		      tp) >= 0)
 		return false;
 	prev->scx.slice = task_slice(tctx, k);
-	/*
-	 * running() is not called again for a kept task: its deadline for a waker's preemption
-	 * test moves to where its vtime is now plus the new slice, or a waker with a later deadline
-	 * than that stale one would wait out the whole new slice.
-	 */
-	cpu_ctx(cpu)->run_deadline = prev->scx.dsq_vtime + prev->scx.slice +
-		charge_vtime(ran, tctx->weight);
+	runner_kept(prev, tctx, cpu, now);
 	STAT_INC(nr_keep_running);
 	return true;
 }
