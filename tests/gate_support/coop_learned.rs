@@ -323,18 +323,20 @@ fn active_wait_is_learned(eevdf: &Run, eevdf_frames: &FrameStats, path: &Path) -
     let f = coop::frames_beside(Work::OmpActive);
     let fd = delta(&before, &maps::read_stats());
     coop::show_frames("learned", Work::OmpActive, &f);
-    // Printed, not held to 0: the counter counts any group thread cut short whose CPU then
-    // goes to a mate (coop_stopping()), and here the frame task may take a group thread's CPU
-    // at each of its ~140 wakeups a second; when the other CPU runs the frame task first, this
-    // CPU runs the group's next queued thread, as it should, and that counts.
+    // The frame task takes a group thread's CPU at many of its ~140 wakeups a second; when
+    // the other CPU runs it first, this CPU runs the group's next queued thread, as it should.
+    // That cut was the frame task's claim, not a mate's preemption (coop_stopping()).
     eprintln!(
-        "gate coop: learned  frame run: grants {}, coop dispatches {}, mate preemptions {} (a \
-         cut for the frame task whose CPU then went to a mate counts too)",
+        "gate coop: learned  frame run: grants {}, coop dispatches {}, mate preemptions {}",
         fd.grants, fd.dispatches, fd.preempts
     );
     assert!(
         fd.grants > 0,
         "the active-wait pair beside the frame task was not granted: {fd:?}"
+    );
+    assert_eq!(
+        fd.preempts, 0,
+        "threads of one group preempted each other beside the frame task"
     );
     let bound = (eevdf_frames.p99_ns as f64 * FRAME_FACTOR) as u64 + FRAME_SLACK_NS;
     if frames::resolved(eevdf_frames, coop::FRAME_PERIOD, "coop", "--coop-learn") {
