@@ -264,8 +264,10 @@ static __always_inline void coop_keep_prev(struct task_struct *prev, s32 cpu)
 
 	prev->scx.slice = left > MIN_SLICE_NS ? left : MIN_SLICE_NS;
 	if (t) {
-		t->coop_slice = now - t->last_run_at + prev->scx.slice;
-		runner_kept(prev, t, cpu, now);
+		u64 ran = now - t->last_run_at;
+
+		t->coop_slice = ran + prev->scx.slice;
+		runner_kept(prev, t, cpu, charge_vtime(ran, t->weight));
 	}
 	STAT_INC(nr_keep_running);
 }

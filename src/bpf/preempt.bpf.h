@@ -115,15 +115,14 @@ static __always_inline void runner_started(struct task_struct *p, struct task_ct
  * DISP_KEEP_RUNNING) is published again. A waker may have claimed it and then run on another
  * CPU first: left unpublished, the CPU could not be claimed until its runner stopped, and a
  * pinned wakeup there queued behind it: behind a --coop group's thread, kept for its 20 ms
- * quantum, for most of that quantum. The deadline is where the runner's vtime is now plus the new slice: with the stale one, a
- * waker whose deadline came after it would wait out the whole new slice.
+ * quantum, for most of that quantum. The deadline is where the runner's vtime is now (@charged:
+ * what its run so far costs, which stopping() has not added yet) plus the new slice: with the
+ * stale one, a waker whose deadline came after it would wait out the whole new slice.
  */
 static __always_inline void runner_kept(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
-					u64 now)
+					u64 charged)
 {
-	u64 ran = tctx->last_run_at && now > tctx->last_run_at ? now - tctx->last_run_at : 0;
-
-	publish_runner(tctx, cpu, p->scx.dsq_vtime + p->scx.slice + charge_vtime(ran, tctx->weight));
+	publish_runner(tctx, cpu, p->scx.dsq_vtime + p->scx.slice + charged);
 }
 
 /*
@@ -338,12 +337,13 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
 				      struct tuning_knobs *k, struct topo_params *tp)
 {
 	struct task_ctx *tctx;
-	u64 now = bpf_ktime_get_ns(), ran;
+	u64 now = bpf_ktime_get_ns(), ran, charged;
 
 	if (!k || !(prev->scx.flags & SCX_TASK_QUEUED) || !(tctx = task_ctx(prev)) ||
 	    tctx->tier == TIER_BATCH || tctx->yielded || !may_keep_running(tctx, now))
 		return false;
 	ran = tctx->last_run_at ? now - tctx->last_run_at : 0;
+	charged = charge_vtime(ran, tctx->weight);
 	/*
 	 * A kept task is neither classified nor charged until it stops, so a burst past the
 	 * CPU-bound mark, or past the share its weight buys, goes back to be judged and queued by
@@ -351,7 +351,7 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
 	 * ahead of every BATCH task, whatever its nice.
 	 */
 	if (tctx->awake_runtime + ran > cpu_bound_thresh_ns(k) ||
-	    outran_share(prev, tctx, charge_vtime(ran, tctx->weight), node, tp))
+	    outran_share(prev, tctx, charged, node, tp))
 		return false;
 	if (scx_bpf_dsq_nr_queued(cpu) > 0 ||
 	    scx_bpf_dsq_nr_queued(node_dsq(node)) > 0 ||
@@ -359,7 +359,7 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
 		      tp) >= 0)
 		return false;
 	prev->scx.slice = task_slice(tctx, k);
-	runner_kept(prev, tctx, cpu, now);
+	runner_kept(prev, tctx, cpu, charged);
 	STAT_INC(nr_keep_running);
 	return true;
 }
