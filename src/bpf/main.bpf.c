@@ -318,7 +318,6 @@ void BPF_STRUCT_OPS(pandemonium_dispatch, s32 cpu, struct task_struct *prev)
 	struct tuning_knobs *k;
 	struct task_ctx *tctx;
 	enum disp_step step;
-	u64 now;
 
 	STAT_INC(nr_dispatches);
 	step = dispatch_waterfall(cpu, prev);
@@ -328,12 +327,13 @@ void BPF_STRUCT_OPS(pandemonium_dispatch, s32 cpu, struct task_struct *prev)
 	 * parked).
 	 */
 	if (step == DISP_NONE && prev && (prev->scx.flags & SCX_TASK_QUEUED) && (k = knobs()) &&
-	    (tctx = task_ctx(prev)) && may_keep_running(tctx, (now = bpf_ktime_get_ns()))) {
+	    (tctx = task_ctx(prev)) && may_keep_running(tctx, bpf_ktime_get_ns())) {
+		u64 ran = bpf_ktime_get_ns() - tctx->last_run_at;
+
 		prev->scx.slice = task_slice(tctx, k);
 		/* A yielder that found nothing to yield to runs on without a running(). */
 		tctx->yielded = 0;
-		runner_kept(prev, tctx, cpu,
-			    tctx->last_run_at ? charge_vtime(now - tctx->last_run_at, tctx->weight) : 0);
+		runner_kept(prev, tctx, cpu, tctx->last_run_at ? charge_vtime(ran, tctx->weight) : 0);
 		STAT_INC(nr_keep_running);
 		step = DISP_KEEP_RUNNING;
 	}
