@@ -67,6 +67,8 @@ def test_quick_uses_one_core_count_one_iteration_and_short_sizes():
     assert plan.cores == [2] and plan.iterations == 1
     assert plan.sizes.phase_s == P.Sizes.quick().phase_s
     assert plan.phases == P.SCALE_PHASES and plan.bracket
+    # EEVDF before ours only: the smoke proves the harness, and a closing run is the same code.
+    assert [r.scheduler for r in plan.runs()] == [P.EEVDF, P.PANDEMONIUM, P.PANDEMONIUM_BPF]
 
 
 def test_coop_regions_sizes_the_oversub_processes():

@@ -95,7 +95,8 @@ def add_parser(sub: argparse._SubParsersAction, spec: Command) -> None:
     p.add_argument("--iterations", type=int, default=spec.iterations, metavar="N",
                    help=f"iterations per core count (default {spec.iterations})")
     p.add_argument("--quick", action="store_true",
-                   help="every phase briefly, one iteration, smallest core count (CI smoke)")
+                   help="every phase briefly, one iteration, smallest core count, EEVDF before "
+                        "ours only (CI smoke)")
     p.add_argument("--pandemonium-only", action="store_true",
                    help="skip EEVDF (no ratios) and --external")
     p.add_argument("--phase-seconds", type=int, metavar="S", default=spec.phase_s,
@@ -170,7 +171,8 @@ def plan_from_args(spec: Command, args: argparse.Namespace,
                   cores=cores[:1] if args.quick else cores,
                   iterations=1 if args.quick else args.iterations,
                   bracket=spec.bracket and not args.pandemonium_only, sizes=sizes,
-                  external=external, sched_args=list(spec.sched_args))
+                  external=external, sched_args=list(spec.sched_args),
+                  closing_bracket=not args.quick)
 
 
 def topology_from_args(spec: Command, args: argparse.Namespace, plan: P.Plan):
