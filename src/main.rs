@@ -66,7 +66,8 @@ struct Cli {
     /// thread pools): a group's threads never preempt each other, a thread keeps its CPU until
     /// it blocks or yields or its group's 20 ms turn ends, a yield goes to a waiting thread of
     /// the same process first, and groups take the CPUs in turn, whole. Other programs' wakeups
-    /// preempt them as they preempt a CPU-bound task. Off unless given. Repeatable.
+    /// preempt them as they preempt a CPU-bound task, and other CPU-bound work takes turns with
+    /// the groups by weight: a name buys no more CPU. Off unless given. Repeatable.
     #[arg(long = "coop", value_name = "COMM", value_parser = coop::parse_name)]
     coop: Vec<String>,
 

@@ -13,8 +13,9 @@
  *   - sched_yield() with a mate queued gives the CPU to that mate first.
  * Work outside the groups is untouched: wakers that are not in the group preempt a group's
  * runner as any BATCH runner, and every step of the dispatch waterfall before DISP_COOP (the
- * wait bound, the rescues, the CPUs' own and the interactive DSQs) goes first. The coop DSQ
- * comes before the batch overflow, whose aged work the rescues still serve; the wait bound
+ * wait bound, the rescues, the CPUs' own and the interactive DSQs) goes first. A quantum's
+ * group goes before the batch overflow while the quantum lasts; once it has ended, BATCH work
+ * whose vtime is due before the groups' takes the CPU first (outside_due()). The wait bound
  * scans the coop DSQ as it does the others.
  */
 #ifndef __PANDEMONIUM_COOP_BPF_H
@@ -188,6 +189,31 @@ static __always_inline u64 coop_left(s32 cpu, u64 now)
 	return now - at < COOP_QUANTUM_NS ? at + COOP_QUANTUM_NS - now : 0;
 }
 
+/*
+ * Once a quantum has ended: is work outside the groups due before the coop DSQ's head, by vtime?
+ * That work is the batch overflow's head, and @prev_due (coop_prev_due()): the runner that just
+ * used its slice here, which waits in no DSQ yet. Groups taking every ended quantum while BATCH
+ * work waited left that work the rescues alone: two busy loops beside a learned 2-thread spinner
+ * at 2 CPUs got under half their fair share. A group's thread is charged its quantum as any
+ * run, so groups and other work now take turns by weight, a whole quantum at a time.
+ */
+static __always_inline bool outside_due(u32 node, u64 dsq, u64 prev_due)
+{
+	struct task_struct *p;
+	u64 head = 0, out = prev_due;
+
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		head = p->scx.dsq_vtime;
+		break;
+	}
+	bpf_for_each(scx_dsq, p, batch_dsq(node), 0) {
+		if (!out || time_before(p->scx.dsq_vtime, out))
+			out = p->scx.dsq_vtime;
+		break;
+	}
+	return out && time_before(out, head);
+}
+
 /* dispatch_coop()'s answers besides 0 (nothing for this CPU). */
 enum coop_disp {
 	COOP_MOVED = 1,	    /* a group's thread is in the local DSQ */
@@ -205,11 +231,12 @@ enum coop_disp {
  *     (coop_running()): the holder's threads all run elsewhere or wait, and a filler that took
  *     the quantum held the CPU 20 ms from the holder's thread once it woke; a holder that took
  *     the quantum whenever a CPU found nothing of it queued split both teams, one CPU each;
- *   - once the quantum has ended, the next group queued here takes it, else the holder anew.
+ *   - once the quantum has ended, BATCH work due before the groups (outside_due()) goes first;
+ *     else the next group queued here takes the quantum, else the holder anew.
  * A global function, verified once on its own and only when --coop is given: inlined, its DSQ
  * walks grew the dispatch program's verified instructions by over a fifth.
  */
-__noinline int dispatch_coop(s32 cpu, u64 prev_group)
+__noinline int dispatch_coop(s32 cpu, u64 prev_group, u64 prev_due)
 {
 	u32 node = cpu_node(cpu), n = node & (MAX_NODES - 1);
 	u64 dsq = coop_dsq(node), now = bpf_ktime_get_ns(), owner = coop_owner[n], g;
@@ -232,6 +259,8 @@ __noinline int dispatch_coop(s32 cpu, u64 prev_group)
 			return 0;
 		STAT_INC(nr_coop_fillers);
 	} else {
+		if (outside_due(node, dsq, prev_due))
+			return 0;
 		g = coop_take(cpu, dsq, owner, true);
 		if (!g && !(g = coop_take(cpu, dsq, owner, false)))
 			return 0;
@@ -254,6 +283,20 @@ static __always_inline u64 coop_prev_group(struct task_struct *prev)
 	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || !(t = task_ctx(prev)) || t->yielded)
 		return 0;
 	return coop_group(prev, t);
+}
+
+/*
+ * dispatch_coop()'s @prev_due: the vtime @prev, runnable and in no group, is due at with the run
+ * it just had; 0 if none.
+ */
+static __always_inline u64 coop_prev_due(struct task_struct *prev)
+{
+	struct task_ctx *t;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || !(t = task_ctx(prev)) ||
+	    (t->flags & TF_COOP) || t->yielded || !t->last_run_at)
+		return 0;
+	return prev->scx.dsq_vtime + charge_vtime(bpf_ktime_get_ns() - t->last_run_at, t->weight);
 }
 
 /* COOP_KEEP_PREV: @prev runs to the quantum's end, and a cut from here on counts (coop_stopping()). */
