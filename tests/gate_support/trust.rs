@@ -4,8 +4,11 @@
 //! get no more than its share, while a real compositor, which runs in short frame-paced bursts,
 //! must still wake as fast as any other interactive task. Both halves run under `--mode auto`
 //! and `--mode gaming`, each in its own attach, after the same measurement under EEVDF (printed
-//! for reference, not held to the bars).
+//! for reference, not held to the bars). Then what the procdb learned: hogs with a name learned
+//! as LAT_CRITICAL, and a spinner `--coop-learn` runs as a cooperative group, each beside plain
+//! work that must keep its share.
 
+use super::coop_learned;
 use super::cputime::{HogSpec, Hogs, by_label};
 use super::frames::{self, FrameStats};
 use super::*;
@@ -250,6 +253,49 @@ fn learned_shares() -> Option<Vec<f64>> {
     Some(plain)
 }
 
+/// Behaviour the scheduler rewards is no standing either: a process of 2 threads that spin
+/// without waiting on each other co-runs, so `--coop-learn` learns its name and runs it as a
+/// cooperative group, in 20 ms turns with its threads together. Beside it, 2 busy loops must
+/// keep their share (the coop layer checks the rest of `--coop-learn`; this one runs in CI).
+/// The learned name goes with the procdb this layer started from.
+fn coop_learned_shares() -> Option<Vec<f64>> {
+    if gate_args().iter().any(|a| a == "--no-adaptive") {
+        eprintln!("gate trust: BPF-only mode keeps no procdb; the learned-group case is skipped");
+        return None;
+    }
+    let path = procdb::default_path().expect("no procdb path for root");
+    let before = fs::read(&path).ok();
+    let mut sched = SchedulerProc::start(&["--coop-learn"]);
+    sched.wait_attached();
+    let before_stats = maps::read_stats();
+    let mut granted = false;
+    let s = coop_learned::spinner_shares(|pid| {
+        granted = maps::read_coop_proc(pid).is_some_and(|e| e.granted != 0);
+    });
+    let dispatches = maps::read_stats().nr_coop_dispatches - before_stats.nr_coop_dispatches;
+    assert!(sched.running(), "scheduler died:\n{}", sched.output());
+    sched.stop();
+    match before {
+        Some(b) => fs::write(&path, b).unwrap(),
+        None => {
+            let _ = fs::remove_file(&path);
+        }
+    }
+    eprintln!(
+        "gate trust: --coop-learn: a 2-thread spinner (granted {granted}, {dispatches} coop \
+         dispatches) beside 2 busy loops ({:.2} CPUs): the loops got {:.2} / {:.2} of a fair \
+         share, the spinner's threads {:.2} each",
+        s.cpus, s.loops[0], s.loops[1], s.spinner
+    );
+    // A group that was never formed proves nothing about what its turns cost.
+    assert!(
+        granted && dispatches > 0,
+        "the co-running spinner was not run as a cooperative group:\n{}",
+        sched.output()
+    );
+    Some(s.loops)
+}
+
 pub fn layer_trust() {
     require_gate_environment();
     // EEVDF first, as the reference for what the bars ask: printed, not held to them.
@@ -264,6 +310,14 @@ pub fn layer_trust() {
             failed.push(format!(
                 "a plain hog got {s:.2} of its fair share beside hogs named {LEARNED}, which \
                  the procdb learned as LAT_CRITICAL (bar {FAIR_FLOOR})"
+            ));
+        }
+    }
+    for s in coop_learned_shares().unwrap_or_default() {
+        if s < FAIR_FLOOR {
+            failed.push(format!(
+                "a busy loop got {s:.2} of its fair share beside a spinner that --coop-learn \
+                 ran as a cooperative group (bar {FAIR_FLOOR})"
             ));
         }
     }
