@@ -77,8 +77,9 @@ static __noinline void coop_enqueue(struct task_struct *p, struct task_ctx *tctx
  * running(): a thread of the group holding the quantum runs to the quantum's end, whatever its
  * tier's slice: an interactive slice (a passive waiter's, a new thread's) would end its run
  * mid-region. Another group's thread runs a preemption threshold at most while the quantum
- * lasts (a filler, dispatch_coop()). And the proof that mates never preempt each other: a thread that starts where a
- * mate was cut short (coop_stopping()) counts one, and the gate's coop layer holds the count at 0.
+ * lasts (a filler, dispatch_coop()). And the proof that mates never preempt each other: a
+ * thread that starts where a mate was cut short (coop_stopping()) counts one, and the gate's coop
+ * layer holds the count at 0.
  */
 static __always_inline void coop_running(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 					 u64 now)
@@ -197,7 +198,7 @@ static __always_inline u64 coop_left(s32 cpu, u64 now)
  * at 2 CPUs got under half their fair share. A group's thread is charged its quantum as any
  * run, so groups and other work now take turns by weight, a whole quantum at a time.
  */
-static __always_inline bool outside_due(u32 node, u64 dsq, u64 prev_due)
+static __always_inline bool outside_due(s32 cpu, u32 node, u64 dsq, u64 prev_due)
 {
 	struct task_struct *p;
 	u64 head = 0, out = prev_due;
@@ -206,8 +207,10 @@ static __always_inline bool outside_due(u32 node, u64 dsq, u64 prev_due)
 		head = p->scx.dsq_vtime;
 		break;
 	}
+	/* A head bound to other CPUs is not this one's to run: the CPU would idle past the groups. */
 	bpf_for_each(scx_dsq, p, batch_dsq(node), 0) {
-		if (!out || time_before(p->scx.dsq_vtime, out))
+		if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
+		    (!out || time_before(p->scx.dsq_vtime, out)))
 			out = p->scx.dsq_vtime;
 		break;
 	}
@@ -259,7 +262,7 @@ __noinline int dispatch_coop(s32 cpu, u64 prev_group, u64 prev_due)
 			return 0;
 		STAT_INC(nr_coop_fillers);
 	} else {
-		if (outside_due(node, dsq, prev_due))
+		if (outside_due(cpu, node, dsq, prev_due))
 			return 0;
 		g = coop_take(cpu, dsq, owner, true);
 		if (!g && !(g = coop_take(cpu, dsq, owner, false)))
@@ -299,7 +302,10 @@ static __always_inline u64 coop_prev_due(struct task_struct *prev)
 	return prev->scx.dsq_vtime + charge_vtime(bpf_ktime_get_ns() - t->last_run_at, t->weight);
 }
 
-/* COOP_KEEP_PREV: @prev runs to the quantum's end, and a cut from here on counts (coop_stopping()). */
+/*
+ * COOP_KEEP_PREV: @prev runs to the quantum's end, and a cut from here on counts
+ * (coop_stopping()).
+ */
 static __always_inline void coop_keep_prev(struct task_struct *prev, s32 cpu)
 {
 	struct task_ctx *t = task_ctx(prev);
