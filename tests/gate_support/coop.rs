@@ -186,7 +186,7 @@ pub fn layer_coop() {
     }
     let eevdf_frames = frames_beside(Work::OmpActive);
     show_frames("EEVDF", Work::OmpActive, &eevdf_frames);
-    let shares = super::coop_learned::spinner_shares(|_| {});
+    let shares = super::coop_learned::spinner_shares(2, |_| {});
     super::coop_learned::show_shares("EEVDF", &shares, "");
 
     let mut sched = SchedulerProc::start(&["--coop", "coopbench"]);

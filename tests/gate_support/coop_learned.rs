@@ -190,8 +190,8 @@ fn spawn_spinner(threads: usize, secs: u64) -> std::process::Child {
         .expect("starting a spinner process")
 }
 
-/// A 2-thread spinner's and two busy loops' CPU time over SHARE_WINDOW, each as a fraction of a
-/// fair share (all four threads' time / 4): the spinner's per thread, then each loop's, and the
+/// An `n`-thread spinner's and `n` busy loops' CPU time over SHARE_WINDOW, each as a fraction of
+/// a fair share (all 2n threads' time / 2n): the spinner's per thread, then each loop's, and the
 /// CPUs' worth they used. `inspect` sees the spinner's pid before the processes are killed.
 pub struct Shares {
     pub spinner: f64,
@@ -199,10 +199,18 @@ pub struct Shares {
     pub cpus: f64,
 }
 
-pub fn spinner_shares(inspect: impl FnOnce(u32)) -> Shares {
+impl Shares {
+    /// Each loop's share, "a / b / ...".
+    pub fn loops_text(&self) -> String {
+        let v: Vec<String> = self.loops.iter().map(|l| format!("{l:.2}")).collect();
+        v.join(" / ")
+    }
+}
+
+pub fn spinner_shares(n: usize, inspect: impl FnOnce(u32)) -> Shares {
     let secs = (SHARE_WARM + SHARE_WINDOW).as_secs() + 5;
-    let mut spinner = spawn_spinner(2, secs);
-    let mut loops: Vec<_> = (0..2)
+    let mut spinner = spawn_spinner(n, secs);
+    let mut loops: Vec<_> = (0..n)
         .map(|_| {
             Command::new("/bin/sh")
                 .args(["-c", "while :; do :; done"])
@@ -228,9 +236,9 @@ pub fn spinner_shares(inspect: impl FnOnce(u32)) -> Shares {
         .map(|(a, b)| b.saturating_sub(*a))
         .collect();
     let total = ns.iter().sum::<u64>();
-    let fair = total as f64 / 4.0;
+    let fair = total as f64 / (2 * n) as f64;
     Shares {
-        spinner: ns[0] as f64 / 2.0 / fair,
+        spinner: ns[0] as f64 / n as f64 / fair,
         loops: ns[1..].iter().map(|&x| x as f64 / fair).collect(),
         cpus: total as f64 / SHARE_WINDOW.as_nanos() as f64,
     }
@@ -239,8 +247,10 @@ pub fn spinner_shares(inspect: impl FnOnce(u32)) -> Shares {
 pub fn show_shares(who: &str, s: &Shares, what: &str) {
     eprintln!(
         "gate coop: {who:<7} 2-thread spinner beside 2 busy loops ({:.2} CPUs): each spinner \
-         thread {:.2} of a fair share, the loops {:.2} and {:.2}{what}",
-        s.cpus, s.spinner, s.loops[0], s.loops[1]
+         thread {:.2} of a fair share, the loops {}{what}",
+        s.cpus,
+        s.spinner,
+        s.loops_text()
     );
 }
 
@@ -251,7 +261,7 @@ pub fn show_shares(who: &str, s: &Shares, what: &str) {
 fn shares_beside_a_threaded_spinner() {
     let before_stats = maps::read_stats();
     let mut seen = String::new();
-    let s = spinner_shares(|pid| {
+    let s = spinner_shares(2, |pid| {
         let entry = maps::read_coop_proc(pid);
         let learned = maps::read_coop_comms().get(SPINNER) == Some(&COOP_LEARNED);
         let d = delta(&before_stats, &maps::read_stats());

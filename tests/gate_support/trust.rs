@@ -253,11 +253,12 @@ fn learned_shares() -> Option<Vec<f64>> {
     Some(plain)
 }
 
-/// Behaviour the scheduler rewards is no standing either: a process of 2 threads that spin
-/// without waiting on each other co-runs, so `--coop-learn` learns its name and runs it as a
-/// cooperative group, in 20 ms turns with its threads together. Beside it, 2 busy loops must
-/// keep their share (the coop layer checks the rest of `--coop-learn`; this one runs in CI).
-/// The learned name goes with the procdb this layer started from.
+/// Behaviour the scheduler rewards is no standing either: a process of one thread per CPU that
+/// spin without waiting on each other co-runs, so `--coop-learn` learns its name and runs it as
+/// a cooperative group, in 20 ms turns with its threads together. Beside it, one busy loop per
+/// CPU (so the group finds no idle CPU, and is granted) must keep its share (the coop layer
+/// checks the rest of `--coop-learn`; this one runs in CI). The learned name goes with the
+/// procdb this layer started from.
 fn coop_learned_shares() -> Option<Vec<f64>> {
     if gate_args().iter().any(|a| a == "--no-adaptive") {
         eprintln!("gate trust: BPF-only mode keeps no procdb; the learned-group case is skipped");
@@ -269,7 +270,8 @@ fn coop_learned_shares() -> Option<Vec<f64>> {
     sched.wait_attached();
     let before_stats = maps::read_stats();
     let mut granted = false;
-    let s = coop_learned::spinner_shares(|pid| {
+    let n = online_cpus().len();
+    let s = coop_learned::spinner_shares(n, |pid| {
         granted = maps::read_coop_proc(pid).is_some_and(|e| e.granted != 0);
     });
     let dispatches = maps::read_stats().nr_coop_dispatches - before_stats.nr_coop_dispatches;
@@ -282,10 +284,12 @@ fn coop_learned_shares() -> Option<Vec<f64>> {
         }
     }
     eprintln!(
-        "gate trust: --coop-learn: a 2-thread spinner (granted {granted}, {dispatches} coop \
-         dispatches) beside 2 busy loops ({:.2} CPUs): the loops got {:.2} / {:.2} of a fair \
-         share, the spinner's threads {:.2} each",
-        s.cpus, s.loops[0], s.loops[1], s.spinner
+        "gate trust: --coop-learn: a {n}-thread spinner (granted {granted}, {dispatches} coop \
+         dispatches) beside {n} busy loops ({:.2} CPUs): the loops got {} of a fair share, the \
+         spinner's threads {:.2} each",
+        s.cpus,
+        s.loops_text(),
+        s.spinner
     );
     // A group that was never formed proves nothing about what its turns cost.
     assert!(
