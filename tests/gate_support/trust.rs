@@ -205,6 +205,19 @@ fn plant_learned_profile() -> (PathBuf, Option<Vec<u8>>) {
     (path, before)
 }
 
+/// Stops a scheduler that must still be running, and puts back the procdb file as it was before
+/// it started (`before`: its bytes, None if there was none).
+fn stop_and_restore(mut sched: SchedulerProc, path: &Path, before: Option<Vec<u8>>) {
+    assert!(sched.running(), "scheduler died:\n{}", sched.output());
+    sched.stop();
+    match before {
+        Some(b) => fs::write(path, b).unwrap(),
+        None => {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
 /// A learned profile is a start, not a standing: hogs whose name the procdb learned as
 /// LAT_CRITICAL start in that tier (BPF's procdb_warm says so before they are born) and must
 /// still leave the plain hogs their share.
@@ -234,14 +247,7 @@ fn learned_shares() -> Option<Vec<f64>> {
         "procdb_warm has {warm:?}"
     );
     let (plain, learned, cpus) = shares(LEARNED);
-    assert!(sched.running(), "scheduler died:\n{}", sched.output());
-    sched.stop();
-    match before {
-        Some(b) => fs::write(&path, b).unwrap(),
-        None => {
-            let _ = fs::remove_file(&path);
-        }
-    }
+    stop_and_restore(sched, &path, before);
     let shown: Vec<String> = plain.iter().map(|s| format!("{s:.2}")).collect();
     eprintln!(
         "gate trust: --mode auto: {} hogs named {LEARNED}, learned LAT_CRITICAL by the procdb, \
@@ -275,14 +281,14 @@ fn coop_learned_shares() -> Option<Vec<f64>> {
         granted = maps::read_coop_proc(pid).is_some_and(|e| e.granted != 0);
     });
     let dispatches = maps::read_stats().nr_coop_dispatches - before_stats.nr_coop_dispatches;
-    assert!(sched.running(), "scheduler died:\n{}", sched.output());
-    sched.stop();
-    match before {
-        Some(b) => fs::write(&path, b).unwrap(),
-        None => {
-            let _ = fs::remove_file(&path);
-        }
-    }
+    // A group that was never formed proves nothing about what its turns cost.
+    let formed = granted && dispatches > 0;
+    let log = if formed {
+        String::new()
+    } else {
+        sched.output()
+    };
+    stop_and_restore(sched, &path, before);
     eprintln!(
         "gate trust: --coop-learn: a {n}-thread spinner (granted {granted}, {dispatches} coop \
          dispatches) beside {n} busy loops ({:.2} CPUs): the loops got {} of a fair share, the \
@@ -291,11 +297,9 @@ fn coop_learned_shares() -> Option<Vec<f64>> {
         s.loops_text(),
         s.spinner
     );
-    // A group that was never formed proves nothing about what its turns cost.
     assert!(
-        granted && dispatches > 0,
-        "the co-running spinner was not run as a cooperative group:\n{}",
-        sched.output()
+        formed,
+        "the co-running spinner was not run as a cooperative group:\n{log}"
     );
     Some(s.loops)
 }
