@@ -289,8 +289,8 @@ static __always_inline u64 coop_prev_group(struct task_struct *prev)
 }
 
 /*
- * dispatch_coop()'s @prev_due: the vtime @prev, runnable and in no group, is due at with the run
- * it just had; 0 if none.
+ * dispatch_coop()'s @prev_due: the vtime at which @prev (runnable, in no group) is due, its run
+ * so far charged; 0 if none.
  */
 static __always_inline u64 coop_prev_due(struct task_struct *prev)
 {

@@ -261,7 +261,8 @@ class Plan:
     def runs(self) -> list[Run]:
         """Largest core count first, so the first sweep needs no hotplug at all and later ones
         only take CPUs offline. Per core count: EEVDF, then each iteration's schedulers followed
-        by EEVDF again, so every scheduler run sits between two EEVDF runs of the same boot."""
+        by EEVDF again, so every scheduler run sits between two EEVDF runs of the same boot
+        (without closing_bracket, EEVDF runs once per core count, first)."""
         out = []
         for cores in sorted(set(self.cores), reverse=True):
             if self.bracket:
