@@ -259,7 +259,7 @@ fn learned_shares() -> Option<Vec<f64>> {
     Some(plain)
 }
 
-/// Behaviour the scheduler rewards is no standing either: a process of one thread per CPU that
+/// Behaviour the scheduler rewards is no standing either: a process whose threads, one per CPU,
 /// spin without waiting on each other co-runs, so `--coop-learn` learns its name and runs it as
 /// a cooperative group, in 20 ms turns with its threads together. Beside it, one busy loop per
 /// CPU (so the group finds no idle CPU, and is granted) must keep its share (the coop layer
