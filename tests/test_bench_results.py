@@ -134,6 +134,9 @@ def test_ratio_uses_the_eevdf_runs_around_each_iteration():
     assert pan.median == 30.0 and pan.spread == (20.0, 50.0)
     assert cells["eevdf"].ratio is None and cells["eevdf"].median == 200.0
     assert eevdf_drift(list(cells.values()))[("latency", 2)] == pytest.approx(3.0)
+    # One EEVDF run (the CI smoke) measures no drift.
+    lone = aggregate([_rec("latency", 2, "eevdf", 0, 100.0)])
+    assert eevdf_drift(lone) == {}
 
 
 def test_bracket_ratio_edge_cases():
