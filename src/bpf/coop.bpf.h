@@ -290,16 +290,19 @@ static __always_inline u64 coop_prev_group(struct task_struct *prev)
 
 /*
  * dispatch_coop()'s @prev_due: the vtime at which @prev (runnable, in no group) is due, its run
- * so far charged; 0 if none.
+ * so far charged; 0 if none, or while @cpu's node's quantum lasts (dispatch_coop() reads it only
+ * once the quantum has ended, and most dispatches come before that).
  */
-static __always_inline u64 coop_prev_due(struct task_struct *prev)
+static __always_inline u64 coop_prev_due(struct task_struct *prev, s32 cpu)
 {
 	struct task_ctx *t;
+	u64 now;
 
 	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || !(t = task_ctx(prev)) ||
-	    (t->flags & TF_COOP) || t->yielded || !t->last_run_at)
+	    (t->flags & TF_COOP) || t->yielded || !t->last_run_at ||
+	    coop_left(cpu, (now = bpf_ktime_get_ns())))
 		return 0;
-	return prev->scx.dsq_vtime + charge_vtime(bpf_ktime_get_ns() - t->last_run_at, t->weight);
+	return prev->scx.dsq_vtime + charge_vtime(now - t->last_run_at, t->weight);
 }
 
 /*

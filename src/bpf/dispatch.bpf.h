@@ -380,7 +380,7 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 	}
 	/* The call only with --coop: the verifier then leaves it out of this program. */
 	if (coop_on_ro) {
-		int r = dispatch_coop(cpu, coop_prev_group(prev), coop_prev_due(prev));
+		int r = dispatch_coop(cpu, coop_prev_group(prev), coop_prev_due(prev, cpu));
 
 		if (r == COOP_KEEP_PREV && prev)
 			coop_keep_prev(prev, cpu);
