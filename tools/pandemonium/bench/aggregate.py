@@ -87,10 +87,11 @@ def aggregate(records: list[Record]) -> list[Cell]:
 
 
 def eevdf_drift(cells: list[Cell]) -> dict[tuple[str, int], float]:
-    """max/min of EEVDF's own runs per (phase, cores): how noisy the baseline was. None with one
-    run (the CI smoke's): a lone run shows no drift, and "1.00x" would read as a quiet baseline."""
+    """max/min of EEVDF's own runs per (phase, cores): how noisy the baseline was. No entry for a
+    lone run (the CI smoke's): it shows no drift, and "1.00x" would read as a quiet baseline."""
     out = {}
     for c in cells:
-        if c.scheduler == EEVDF and len(c.values) > 1 and c.spread and c.spread[0] > 0:
+        # Two values or more always have a spread (aggregate()).
+        if c.scheduler == EEVDF and len(c.values) > 1 and c.spread[0] > 0:
             out[(c.phase, c.cores)] = c.spread[1] / c.spread[0]
     return out
