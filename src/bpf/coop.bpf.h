@@ -239,10 +239,10 @@ enum coop_disp {
  * A global function, verified once on its own and only when --coop is given: inlined, its DSQ
  * walks grew the dispatch program's verified instructions by over a fifth.
  */
-__noinline int dispatch_coop(s32 cpu, u64 prev_group, u64 prev_due)
+__noinline int dispatch_coop(s32 cpu, u64 prev_group, u64 prev_due, u64 now)
 {
 	u32 node = cpu_node(cpu), n = node & (MAX_NODES - 1);
-	u64 dsq = coop_dsq(node), now = bpf_ktime_get_ns(), owner = coop_owner[n], g;
+	u64 dsq = coop_dsq(node), owner = coop_owner[n], g;
 	bool live = owner && coop_left(cpu, now);
 	struct cpu_ctx *c = cpu_ctx(cpu);
 	u64 want = c->coop_yield_to;
@@ -293,14 +293,12 @@ static __always_inline u64 coop_prev_group(struct task_struct *prev)
  * so far charged; 0 if none, or while @cpu's node's quantum lasts (dispatch_coop() reads it only
  * once the quantum has ended, and most dispatches come before that).
  */
-static __always_inline u64 coop_prev_due(struct task_struct *prev, s32 cpu)
+static __always_inline u64 coop_prev_due(struct task_struct *prev, s32 cpu, u64 now)
 {
 	struct task_ctx *t;
-	u64 now;
 
 	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) || !(t = task_ctx(prev)) ||
-	    (t->flags & TF_COOP) || t->yielded || !t->last_run_at ||
-	    coop_left(cpu, (now = bpf_ktime_get_ns())))
+	    (t->flags & TF_COOP) || t->yielded || !t->last_run_at || coop_left(cpu, now))
 		return 0;
 	return prev->scx.dsq_vtime + charge_vtime(now - t->last_run_at, t->weight);
 }
@@ -309,10 +307,10 @@ static __always_inline u64 coop_prev_due(struct task_struct *prev, s32 cpu)
  * COOP_KEEP_PREV: @prev runs to the quantum's end, and a cut from here on counts
  * (coop_stopping()).
  */
-static __always_inline void coop_keep_prev(struct task_struct *prev, s32 cpu)
+static __always_inline void coop_keep_prev(struct task_struct *prev, s32 cpu, u64 now)
 {
 	struct task_ctx *t = task_ctx(prev);
-	u64 now = bpf_ktime_get_ns(), left = coop_left(cpu, now);
+	u64 left = coop_left(cpu, now);
 
 	prev->scx.slice = left > MIN_SLICE_NS ? left : MIN_SLICE_NS;
 	if (t) {

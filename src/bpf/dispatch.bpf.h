@@ -380,10 +380,12 @@ static __always_inline enum disp_step dispatch_waterfall(s32 cpu, struct task_st
 	}
 	/* The call only with --coop: the verifier then leaves it out of this program. */
 	if (coop_on_ro) {
-		int r = dispatch_coop(cpu, coop_prev_group(prev), coop_prev_due(prev, cpu));
+		/* One clock read for the three: a dispatch takes microseconds, a quantum 20 ms. */
+		u64 now = bpf_ktime_get_ns();
+		int r = dispatch_coop(cpu, coop_prev_group(prev), coop_prev_due(prev, cpu, now), now);
 
 		if (r == COOP_KEEP_PREV && prev)
-			coop_keep_prev(prev, cpu);
+			coop_keep_prev(prev, cpu, now);
 		if (r)
 			return DISP_COOP;
 	}
