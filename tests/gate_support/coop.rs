@@ -77,11 +77,7 @@ impl Run {
 
     /// Each process's own time, as the log prints it ("1.34 / 2.44").
     pub fn walls_text(&self) -> String {
-        self.walls
-            .iter()
-            .map(|w| format!("{w:.2}"))
-            .collect::<Vec<_>>()
-            .join(" / ")
+        super::slashed(&self.walls, |w| format!("{w:.2}"))
     }
 }
 

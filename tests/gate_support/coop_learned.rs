@@ -202,8 +202,7 @@ pub struct Shares {
 impl Shares {
     /// Each loop's share, "a / b / ...".
     pub fn loops_text(&self) -> String {
-        let v: Vec<String> = self.loops.iter().map(|l| format!("{l:.2}")).collect();
-        v.join(" / ")
+        super::slashed(&self.loops, |l| format!("{l:.2}"))
     }
 }
 

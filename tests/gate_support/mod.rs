@@ -551,3 +551,8 @@ unsafe fn hold_stopped(tid: libc::pid_t, secs: libc::c_uint, ready: libc::c_int)
         }
     }
 }
+
+/// Figures as the layers log them side by side: each formatted, "a / b / c".
+pub fn slashed<T>(items: impl IntoIterator<Item = T>, fmt: impl Fn(T) -> String) -> String {
+    items.into_iter().map(fmt).collect::<Vec<_>>().join(" / ")
+}

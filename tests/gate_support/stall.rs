@@ -55,20 +55,14 @@ const OUR_RUNS: usize = 3;
 /// probe counts each period a late wake swallowed as one more late sample (coordinated
 /// omission), so one stall of the emulator, which the scheduler cannot shorten (a vCPU waiting
 /// out QEMU's round robin, the host running another VM), becomes dozens of samples near its
-/// length: one storm's P99 read 69 ms (max 134 ms) against EEVDF's 20-24 ms (CI, 4 vCPUs, beside
-/// another VM), where eleven storms by hand, six of them beside a busy VM, read 12-24 ms against
-/// EEVDF's 14-26 ms. A median of three is moved by a scheduler that is slow in two runs, not by
-/// one stall.
+/// length: with 1-5 ms periods one 134 ms stall leaves ~45 samples between 134 ms and 0, and the
+/// P99 of 2,000 samples reads ~70 ms where the storm's is otherwise 12-24 ms. A median of three
+/// is moved by a scheduler that is slow in two runs, not by one stall.
 fn median_run(mut measure: impl FnMut() -> ProbeReport) -> (ProbeReport, Vec<u64>) {
     let mut runs: Vec<ProbeReport> = (0..OUR_RUNS).map(|_| measure()).collect();
     let p99s = runs.iter().map(|r| r.p99_ns).collect();
     runs.sort_by_key(|r| r.p99_ns);
     (runs.swap_remove(OUR_RUNS / 2), p99s)
-}
-
-fn us_list(ns: &[u64]) -> String {
-    let v: Vec<String> = ns.iter().map(|&n| format!("{:.0}", us(n))).collect();
-    v.join(" / ")
 }
 
 /// With every CPU saturated by hogs, the probe's P99 (median of three runs: median_run()) stays
@@ -97,7 +91,7 @@ pub fn layer_latency() {
          max {:.0}, n {}); EEVDF {:.0} / {:.0} us (first / last); ratio {:.2}",
         2 * online_cpus().len(),
         us(pand.p99_ns),
-        us_list(&p99s),
+        slashed(&p99s, |&n| format!("{:.0}", us(n))),
         us(pand.p50_ns),
         us(pand.max_ns),
         pand.count,
@@ -194,7 +188,7 @@ pub fn layer_responsiveness() {
         "gate responsiveness: probe P99 {:.0} us (median of {}), max {:.0} us (n {}) during \
          {STORM_SPAWNS} fork/execs; EEVDF {:.0} / {:.0} us (first / last)",
         us(pand.p99_ns),
-        us_list(&p99s),
+        slashed(&p99s, |&n| format!("{:.0}", us(n))),
         us(pand.max_ns),
         pand.count,
         us(eevdf_a.p99_ns),

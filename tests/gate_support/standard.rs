@@ -184,13 +184,12 @@ fn measure(overflow: Overflow) -> Figures {
 }
 
 fn show(f: &Figures) -> String {
-    let runs: Vec<String> = f.hackbench_runs.iter().map(|s| format!("{s:.2}")).collect();
     format!(
         "cyclictest P50 {:.0} us P99 {:.0} us, hackbench median {:.2} s ({} s)",
         f.cyclic_p50_ns as f64 / 1e3,
         f.cyclic_p99_ns as f64 / 1e3,
         f.hackbench_s,
-        runs.join(" / ")
+        slashed(&f.hackbench_runs, |s| format!("{s:.2}"))
     )
 }
 

@@ -119,7 +119,6 @@ fn ms(ns: u64) -> f64 {
 /// shows the VM resolves it.
 fn judge(f: &Figures, eevdf: &Figures) -> Vec<String> {
     let n = online_cpus().len();
-    let plain: Vec<String> = f.plain_of_fair.iter().map(|s| format!("{s:.2}")).collect();
     eprintln!(
         "gate trust: {}: {} hogs named {NAMED} beside 2 plain ones ({:.2} CPUs in all over \
          {} s): plain hogs got {} of a fair share, the named ones {:.2} each on average",
@@ -127,7 +126,7 @@ fn judge(f: &Figures, eevdf: &Figures) -> Vec<String> {
         2 * n,
         f.hog_cpus,
         WINDOW.as_secs(),
-        plain.join(" / "),
+        slashed(&f.plain_of_fair, |s| format!("{s:.2}")),
         f.named_of_fair
     );
     let (a, b) = (&f.named_frame, &f.plain_frame);
@@ -248,13 +247,12 @@ fn learned_shares() -> Option<Vec<f64>> {
     );
     let (plain, learned, cpus) = shares(LEARNED);
     stop_and_restore(sched, &path, before);
-    let shown: Vec<String> = plain.iter().map(|s| format!("{s:.2}")).collect();
     eprintln!(
         "gate trust: --mode auto: {} hogs named {LEARNED}, learned LAT_CRITICAL by the procdb, \
          beside 2 plain ones ({cpus:.2} CPUs): plain hogs got {} of a fair share, the learned \
          ones {learned:.2} each on average",
         2 * online_cpus().len(),
-        shown.join(" / ")
+        slashed(&plain, |s| format!("{s:.2}"))
     );
     Some(plain)
 }
