@@ -365,8 +365,7 @@ fn chain_line(c: &ChainShare) -> String {
 pub fn layer_starvation() {
     require_gate_environment();
     let n = online_cpus().len();
-    // EEVDF first and last (TCG drifts: its links/s read 40 and 72 in two boots), ours' figures
-    // the median of three runs, judged against the worse EEVDF bracket.
+    // EEVDF first and last, ours three times between (CHAIN_LINK_P99_VS_EEVDF says why).
     let eevdf_a = chain_share(n);
     let mut sched = SchedulerProc::start(&[]);
     sched.wait_attached();
