@@ -35,7 +35,9 @@ def frames_json(**kw) -> str:
 def audio_json(**kw) -> str:
     d = {"tool": "audio", "period_ns": 5333333, "interrupted": False, "periods": 2250,
          "wakes": 2240, "skipped": 10, "xruns": 371, "xrun_ratio": 0.165,
-         "wake_p50_ns": 90_000, "wake_p99_ns": 4_100_000, "wake_max_ns": 20_000_000}
+         "wake_p50_ns": 90_000, "wake_p99_ns": 4_100_000, "wake_max_ns": 20_000_000,
+         "preempted": 112, "preempted_ratio": 0.05, "run_delay_p99_ns": 2_500_000,
+         "run_delay_max_ns": 9_000_000}
     d.update(kw)
     return json.dumps(d)
 
@@ -75,7 +77,17 @@ def test_audio_figures_are_percent_and_microseconds():
     assert figs["audio-wake"]["value"] == pytest.approx(4100.0)
     assert figs["audio-floor-xruns"]["value"] == 0.0
     assert figs["audio-floor-wake"]["value"] == pytest.approx(300.0)
+    assert figs["audio-preempted"]["value"] == pytest.approx(5.0)
+    assert figs["audio-run-delay"]["value"] == pytest.approx(2500.0)
     assert figs["audio-xruns"]["extra"]["skipped"] == 10
+    assert figs["audio-xruns"]["extra"]["run_delay_max_us"] == pytest.approx(9000.0)
+    # The scheduler's part is shown, never scored beside the xruns.
+    assert P.PHASES["audio-preempted"].reference and P.PHASES["audio-run-delay"].reference
+    # A tool without schedstat reports null: that figure alone is missing, not the others.
+    figs = felt.figures(guest_output(audio_json, build=audio_json(run_delay_p99_ns=None)),
+                        "audio")
+    assert "measured nothing" in figs["audio-run-delay"]["error"]
+    assert figs["audio-preempted"]["error"] is None
 
 
 def test_a_missing_or_broken_part_is_an_error_per_figure_not_a_crash():
@@ -197,7 +209,7 @@ def test_notes_compare_with_the_anchors_and_gaming_mode(tmp_path):
     assert "gaming mode against auto at 2 cores: 1 % low FPS 84 against 88 (target: ahead): " \
            "missed" in notes
     audio = next(n for n in notes if n.startswith("audio beside a build at 2 cores"))
-    assert "bpfland xruns 0.19 %, wake P99 4.1 ms" in audio
+    assert "bpfland xruns 0.19 %, wake P99 4.1 ms, preempted 5.00 %, waited P99 2.5 ms" in audio
     assert felt.notes(SimpleNamespace(records=[])) == []
 
 

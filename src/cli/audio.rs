@@ -10,6 +10,7 @@
 
 mod args;
 mod config;
+mod counters;
 mod cycle;
 mod report;
 mod xrun;

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, anyhow};
 
 use super::config::AudioConfig;
+use super::counters::Counters;
 use super::xrun::step;
 use crate::cli::clock::{Slept, now_ns, sleep_until};
 use crate::cli::run_meta::RunEnd;
@@ -25,6 +26,11 @@ pub(crate) struct Run {
     pub skipped: u64,
     /// Periods missed: late work plus the ones slept through.
     pub xruns: u64,
+    /// Woken periods whose work was preempted at least once.
+    pub preempted: u64,
+    /// Per woken period, how long the thread waited runnable for a CPU, its wakeup and any
+    /// preemption in its work together (empty without schedstat).
+    pub run_delay: Vec<u64>,
     pub end: RunEnd,
 }
 
@@ -37,6 +43,10 @@ pub(crate) fn cycle(cfg: &AudioConfig, stop: &AtomicBool) -> Result<Run> {
         .map_err(|e| anyhow!("allocating {cap} samples: {e}"))?;
     // Written now so the pages fault in before the clock starts, not during a period.
     late.resize(cap, u64::MAX);
+    let mut delays: Vec<u64> = Vec::new();
+    delays
+        .try_reserve_exact(cap)
+        .map_err(|e| anyhow!("allocating {cap} samples: {e}"))?;
     let _name = match &cfg.name {
         Some(n) => Some(thread::set_name(n).with_context(|| format!("naming the thread {n:?}"))?),
         None => None,
@@ -52,6 +62,8 @@ pub(crate) fn cycle(cfg: &AudioConfig, stop: &AtomicBool) -> Result<Run> {
     let start = now_ns();
     let end = start + cfg.duration_ns;
     let mut deadline = start + period;
+    let counters = Counters::open();
+    let mut last = counters.sample().context("reading the thread's counters")?;
     while deadline <= end && n < cap {
         if stop.load(Ordering::Relaxed) {
             run.end.interrupted = true;
@@ -65,6 +77,17 @@ pub(crate) fn cycle(cfg: &AudioConfig, stop: &AtomicBool) -> Result<Run> {
         n += 1;
         run.wakes += 1;
         let done = burn_cpu(rng.range_inclusive(cfg.work_min_ns, cfg.work_max_ns));
+        // After `done`: the reads cost the period nothing it is judged by.
+        let now_c = counters.sample().context("reading the thread's counters")?;
+        if now_c.nivcsw > last.nivcsw {
+            run.preempted += 1;
+        }
+        if let (Some(a), Some(b)) = (last.run_delay_ns, now_c.run_delay_ns)
+            && delays.len() < cap
+        {
+            delays.push(b.saturating_sub(a));
+        }
+        last = now_c;
         let s = step(deadline, wake, done, period, end);
         for i in 1..=s.skipped {
             if n < cap {
@@ -79,6 +102,7 @@ pub(crate) fn cycle(cfg: &AudioConfig, stop: &AtomicBool) -> Result<Run> {
     run.end.elapsed_ns = now_ns() - start;
     late.truncate(n);
     run.wake_late = late;
+    run.run_delay = delays;
     Ok(run)
 }
 
@@ -106,6 +130,8 @@ mod tests {
         assert!((29..=31).contains(&periods), "{periods} periods");
         assert_eq!(periods, run.wakes + run.skipped);
         assert!(run.xruns >= run.skipped && run.xruns <= periods);
+        assert!(run.preempted <= run.wakes);
+        assert!(run.run_delay.is_empty() || run.run_delay.len() as u64 == run.wakes);
         assert!(run.end.elapsed_ns >= 58_000_000);
     }
 

@@ -36,6 +36,15 @@ pub struct AudioReport {
     pub wake_p999_ns: u64,
     pub wake_max_ns: u64,
     pub wake_mean_ns: u64,
+    /// Woken periods whose work was preempted (involuntary context switches), and their share of
+    /// the woken periods: the scheduler's part of a late finish.
+    pub preempted: u64,
+    pub preempted_ratio: f64,
+    /// Per woken period, the time it waited runnable for a CPU (schedstat's run delay): the
+    /// scheduler's part of a late wake, without the timer's own lateness. Null without
+    /// schedstat.
+    pub run_delay_p99_ns: Option<u64>,
+    pub run_delay_max_ns: Option<u64>,
 }
 
 impl AudioReport {
@@ -43,6 +52,9 @@ impl AudioReport {
         let mut late = run.wake_late;
         late.sort_unstable();
         let s = Summary::of_sorted(&late);
+        let mut delays = run.run_delay;
+        delays.sort_unstable();
+        let d = (!delays.is_empty()).then(|| Summary::of_sorted(&delays));
         AudioReport {
             quantum: cfg.quantum,
             rate: cfg.rate,
@@ -70,6 +82,14 @@ impl AudioReport {
             wake_p999_ns: s.p999_ns,
             wake_max_ns: s.max_ns,
             wake_mean_ns: s.mean_ns,
+            preempted: run.preempted,
+            preempted_ratio: if run.wakes == 0 {
+                0.0
+            } else {
+                run.preempted as f64 / run.wakes as f64
+            },
+            run_delay_p99_ns: d.map(|d| d.p99_ns),
+            run_delay_max_ns: d.map(|d| d.max_ns),
         }
     }
 
@@ -97,6 +117,18 @@ impl AudioReport {
             us(self.wake_p99_ns),
             us(self.wake_max_ns),
         );
+        line.push_str(&format!(
+            "; work preempted in {} ({:.3}%)",
+            self.preempted,
+            100.0 * self.preempted_ratio
+        ));
+        if let (Some(p99), Some(max)) = (self.run_delay_p99_ns, self.run_delay_max_ns) {
+            line.push_str(&format!(
+                ", waited for a CPU p99 {:.1} us, max {:.1} us",
+                us(p99),
+                us(max)
+            ));
+        }
         if self.run.end.interrupted {
             line.push_str(" [interrupted]");
         }
@@ -116,6 +148,8 @@ mod tests {
             wakes: 3,
             skipped: 1,
             xruns: 2,
+            preempted: 1,
+            run_delay: vec![40_000, 0, 2_000_000],
             end: RunEnd {
                 elapsed_ns: 21_000_000,
                 interrupted: false,
@@ -130,16 +164,22 @@ mod tests {
                 r#""name":"data-loop.0","seed":1,"elapsed_ns":21000000,"interrupted":false,"#,
                 r#""periods":4,"wakes":3,"skipped":1,"xruns":2,"xrun_ratio":0.5,"#,
                 r#""wake_min_ns":10000,"wake_p50_ns":20000,"wake_p99_ns":6000000,"#,
-                r#""wake_p999_ns":6000000,"wake_max_ns":6000000,"wake_mean_ns":1515000}"#
+                r#""wake_p999_ns":6000000,"wake_max_ns":6000000,"wake_mean_ns":1515000,"#,
+                r#""preempted":1,"preempted_ratio":0.3333333333333333,"#,
+                r#""run_delay_p99_ns":2000000,"run_delay_max_ns":2000000}"#
             )
         );
-        assert!(r.to_human().contains("xruns 2 (50.000%, 1 slept through)"));
+        let human = r.to_human();
+        assert!(human.contains("xruns 2 (50.000%, 1 slept through)"));
+        assert!(human.contains("work preempted in 1 (33.333%), waited for a CPU p99 2000.0 us"));
     }
 
     #[test]
     fn an_empty_run_has_a_zero_ratio_not_nan() {
         let r = AudioReport::new(&AudioConfig::default(), Run::default());
-        assert_eq!(r.xrun_ratio, 0.0);
+        assert_eq!((r.xrun_ratio, r.preempted_ratio), (0.0, 0.0));
         assert!(!r.to_json().contains("NaN"));
+        // No schedstat samples: null, not a zero that reads as "never waited".
+        assert!(r.to_json().contains(r#""run_delay_p99_ns":null"#));
     }
 }

@@ -45,6 +45,8 @@ FIGURES = {
         "audio-wake": ("build", "wake_p99_ns", 1e-3),
         "audio-floor-xruns": ("floor", "xrun_ratio", 100.0),
         "audio-floor-wake": ("floor", "wake_p99_ns", 1e-3),
+        "audio-preempted": ("build", "preempted_ratio", 100.0),
+        "audio-run-delay": ("build", "run_delay_p99_ns", 1e-3),
     },
 }
 assert list(FIGURES["frames"]) == [p.name for p in FRAMES_FIGURES]
@@ -69,7 +71,10 @@ def _side(d: dict, tool: str) -> dict:
         out = {"frames": d.get("frames"), "steam_game_id": d.get("steam_game_id")}
     else:
         keys = {"xruns_pct": ("xrun_ratio", 100.0), "wake_p50_us": ("wake_p50_ns", 1e-3),
-                "wake_p99_us": ("wake_p99_ns", 1e-3), "wake_max_us": ("wake_max_ns", 1e-3)}
+                "wake_p99_us": ("wake_p99_ns", 1e-3), "wake_max_us": ("wake_max_ns", 1e-3),
+                "preempted_pct": ("preempted_ratio", 100.0),
+                "run_delay_p99_us": ("run_delay_p99_ns", 1e-3),
+                "run_delay_max_us": ("run_delay_max_ns", 1e-3)}
         out = {"periods": d.get("periods"), "xruns": d.get("xruns"), "skipped": d.get("skipped")}
     for name, (key, factor) in keys.items():
         if isinstance(d.get(key), (int, float)):
@@ -182,13 +187,18 @@ def _audio_line(cores: int, m: dict, scheds: list[str]) -> str | None:
         if at("audio-xruns") is None and at("audio-wake") is None:
             continue
         parts.append(f"{s} xruns {_fmt(at('audio-xruns'), '%')}, wake P99 "
-                     f"{_fmt(at('audio-wake'), 'us')}" + _build_rate(m, (cores, s, "audio-xruns"))
+                     f"{_fmt(at('audio-wake'), 'us')}, preempted "
+                     f"{_fmt(at('audio-preempted'), '%')}, waited P99 "
+                     f"{_fmt(at('audio-run-delay'), 'us')}"
+                     + _build_rate(m, (cores, s, "audio-xruns"))
                      + f"; alone {_fmt(at('audio-floor-xruns'), '%')}, "
                      f"{_fmt(at('audio-floor-wake'), 'us')}")
     if not parts:
         return None
     return (f"audio beside a build at {cores} cores (256 frames at 48 kHz = 5.33 ms, 0.5 ms of "
-            "CPU per period; median of runs): " + "; ".join(parts))
+            "CPU per period; preempted = periods whose work was preempted, waited = the "
+            "thread's wait for a CPU per period, both the kernel's accounting of it; median of "
+            "runs): " + "; ".join(parts))
 
 
 def _targets(cores: int, m: dict, scheds: list[str]) -> list[str]:

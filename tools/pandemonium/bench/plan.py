@@ -96,6 +96,13 @@ AUDIO_FIGURES = [
             reference=True),
     _figure("audio-floor-wake", "audio wakeup latency P99, no load", "us", "audio",
             reference=True),
+    # The scheduler's part of the xruns beside the build, from the kernel's own accounting of
+    # the thread (src/cli/audio/counters.rs): the wake figure above also holds the timer's
+    # lateness, which no scheduler decides. Shown beside the xruns, not scored a second time.
+    _figure("audio-preempted", "audio periods whose work was preempted, beside a build", "%",
+            "audio", reference=True),
+    _figure("audio-run-delay", "audio wait for a CPU per period P99 (schedstat), beside a build",
+            "us", "audio", reference=True),
 ]
 # Oversubscribed parallel runtimes (issue #34; oversub.py): 2 or 3 processes of coopbench, each
 # with a thread per CPU, looping parallel regions; each figure is the last process's completion
