@@ -330,9 +330,10 @@ static __always_inline void tick_preempt(struct task_struct *p, struct task_ctx 
  * or for a steal (the starvation cap before it has had its turn), or @prev is LAT_CRITICAL within
  * two slices of its burst: it keeps the CPU with a new slice. The kernel asks dispatch() before
  * it requeues @prev, so without this a busy loop took the CPU and @prev waited in the overflow
- * for the next tick or longer, in the middle of a burst whose wakeup had been served at once. EEVDF lets a sleeper's lag finish its burst the same
- * way. A hog that is not BATCH yet turns BATCH within a few slices (classify()). Not after a
- * sched_yield() that found work queued (yield_cpu()): that work is what @prev yielded to.
+ * for the next tick or longer, in the middle of a burst whose wakeup had been served at once.
+ * EEVDF lets a sleeper's lag finish its burst the same way. A hog that is not BATCH yet turns
+ * BATCH within a few slices (classify()). Not after a sched_yield() that found work queued
+ * (yield_cpu()): that work is what @prev yielded to.
  */
 static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 node,
 				      struct tuning_knobs *k, struct topo_params *tp)
