@@ -339,11 +339,12 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
 				      struct tuning_knobs *k, struct topo_params *tp)
 {
 	struct task_ctx *tctx;
-	u64 now = bpf_ktime_get_ns(), ran, charged;
+	u64 now = bpf_ktime_get_ns(), ran, charged, slice;
 
 	if (!k || !(prev->scx.flags & SCX_TASK_QUEUED) || !(tctx = task_ctx(prev)) ||
 	    tctx->tier == TIER_BATCH || tctx->yielded || !may_keep_running(tctx, now))
 		return false;
+	slice = task_slice(tctx, k);
 	ran = tctx->last_run_at ? now - tctx->last_run_at : 0;
 	charged = charge_vtime(ran, tctx->weight);
 	/*
@@ -364,12 +365,12 @@ static __always_inline bool keep_prev(struct task_struct *prev, s32 cpu, u32 nod
 	 * and 17-21, its waits unchanged.
 	 */
 	if ((tctx->tier != TIER_LAT_CRITICAL ||
-	     tctx->awake_runtime + ran >= 2 * task_slice(tctx, k)) &&
+	     tctx->awake_runtime + ran >= 2 * slice) &&
 	    (scx_bpf_dsq_nr_queued(cpu) > 0 || scx_bpf_dsq_nr_queued(node_dsq(node)) > 0 ||
 	     rank_pick(NULL, cpu, tp->spill_search_budget, RANK_WANT_QUEUED, k->preempt_thresh_ns,
 		       tp) >= 0))
 		return false;
-	prev->scx.slice = task_slice(tctx, k);
+	prev->scx.slice = slice;
 	runner_kept(prev, tctx, cpu, charged);
 	STAT_INC(nr_keep_running);
 	return true;
