@@ -17,6 +17,11 @@ pub fn percentile(sorted: &[u64], q: f64) -> Option<u64> {
     Some(sorted[(rank - 1) as usize])
 }
 
+/// `n` as a share of `of`, 0 when `of` is 0 (a report of an empty run says 0, never NaN).
+pub fn ratio(n: u64, of: u64) -> f64 {
+    if of == 0 { 0.0 } else { n as f64 / of as f64 }
+}
+
 /// The figures every latency report carries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Summary {

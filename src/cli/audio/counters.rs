@@ -11,7 +11,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 
 /// The calling thread's counters at one instant.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Sample {
     /// Involuntary context switches so far.
     pub nivcsw: u64,

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::config::AudioConfig;
 use super::cycle::Run;
 use crate::cli::run_meta::RunMeta;
-use crate::cli::stats::Summary;
+use crate::cli::stats::{Summary, ratio};
 
 /// Its JSON is the fields in this order, after `"tool":"audio"`, with `run`'s fields in its place
 /// (flattened).
@@ -71,11 +71,7 @@ impl AudioReport {
             wakes: run.wakes,
             skipped: run.skipped,
             xruns: run.xruns,
-            xrun_ratio: if s.count == 0 {
-                0.0
-            } else {
-                run.xruns as f64 / s.count as f64
-            },
+            xrun_ratio: ratio(run.xruns, s.count),
             wake_min_ns: s.min_ns,
             wake_p50_ns: s.p50_ns,
             wake_p99_ns: s.p99_ns,
@@ -83,11 +79,7 @@ impl AudioReport {
             wake_max_ns: s.max_ns,
             wake_mean_ns: s.mean_ns,
             preempted: run.preempted,
-            preempted_ratio: if run.wakes == 0 {
-                0.0
-            } else {
-                run.preempted as f64 / run.wakes as f64
-            },
+            preempted_ratio: ratio(run.preempted, run.wakes),
             run_delay_p99_ns: d.map(|d| d.p99_ns),
             run_delay_max_ns: d.map(|d| d.max_ns),
         }

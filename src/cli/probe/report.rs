@@ -4,7 +4,7 @@
 use super::config::{Pacing, ProbeConfig};
 use super::measure::Run;
 use crate::cli::run_meta::RunMeta;
-use crate::cli::stats::Summary;
+use crate::cli::stats::{self, Summary};
 use serde::Serialize;
 
 /// Its JSON is the fields in this order, after `"tool":"probe"`, with `run`'s fields in its place
@@ -53,13 +53,7 @@ impl ProbeReport {
         let s = Summary::of_sorted(&sorted);
         let on_time = sorted.partition_point(|&v| v <= cfg.miss_threshold_ns);
         let wake_misses = (sorted.len() - on_time) as u64;
-        let ratio = |n: u64| {
-            if s.count == 0 {
-                0.0
-            } else {
-                n as f64 / s.count as f64
-            }
-        };
+        let ratio = |n: u64| stats::ratio(n, s.count);
         let mode = match (cfg.frames, cfg.pacing) {
             (true, _) => "frames",
             (false, Pacing::Period { .. }) => "period",
