@@ -16,12 +16,14 @@
  * the chain cannot drag: more than two shared batch slices ahead of it (chain_ahead()), a link
  * queues with the BATCH work in vtime order, preempts none of it and gets no handoff.
  *
- * Only links are measured so. Busy loops in a fair rotation wait one or two batch slices behind
- * the clock and a BATCH task woken from a long sleep its whole credit (lag cap x lag scale), so
- * any task near the clock looked ahead of such a head: held to it, frame tasks beside busy
- * loops waited in the batch DSQ (P99 24-34 ms against 5-8). A shell that sleeps between
- * commands (a terminal waiting for input) loses the mark at that sleep, so a program launched
- * from it starts at the clock as any new task does.
+ * Only links are held so close to the head. Busy loops in a fair rotation wait one or two batch
+ * slices behind the clock and a BATCH task woken from a long sleep its whole credit (lag cap x
+ * lag scale), so any task near the clock looked ahead of such a head: held to it, frame tasks
+ * beside busy loops waited in the batch DSQ (P99 24-34 ms against 5-8). A task that runs more
+ * than it sleeps is measured against the furthest vtime BATCH work started at, with a
+ * preemption threshold of room (outran_batch()). A shell that sleeps between commands (a
+ * terminal waiting for input) loses the mark at that sleep, so a program launched from it starts
+ * at the clock as any new task does.
  */
 #ifndef __PANDEMONIUM_FAMILY_BPF_H
 #define __PANDEMONIUM_FAMILY_BPF_H

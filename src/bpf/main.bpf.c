@@ -436,6 +436,7 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	advance_vtime_now(p->scx.dsq_vtime);
 	if (!tctx)
 		return;
+	batch_started(tctx, p->scx.dsq_vtime, cpu_node(cpu));
 	tctx->last_run_at = now;
 	tctx->bw_at = now;
 	tctx->yielded = 0;

@@ -47,14 +47,57 @@ static __always_inline u64 task_vtime(struct task_struct *p, struct task_ctx *tc
 }
 
 /*
+ * running() of a BATCH task: the BATCH work of @node has been served up to @vtime. A turn the
+ * wait bound gave out of vtime order (a nice 19 task is charged 68x a nice 0 one's vtime) says
+ * nothing of how far the others were served. Racing CPUs may lose an update; the clock then
+ * lags by a turn, which only holds the interactive tiers a little sooner.
+ */
+static __always_inline void batch_started(const struct task_ctx *tctx, u64 vtime, u32 node)
+{
+	u64 *clock = &batch_clock[node & (MAX_NODES - 1)];
+
+	if (tctx->tier == TIER_BATCH && !tctx->wait_rescued && time_before(*clock, vtime))
+		*clock = vtime;
+}
+
+/*
+ * Is @vtime, that of a task that runs more than it sleeps, past its share of what the BATCH work
+ * of @node got while some of it waits: more than a preemption threshold ahead of the furthest
+ * vtime a BATCH turn started at (batch_clock)? A task that sleeps briefly and often (1.5 ms of
+ * work every 2 ms scores as interactive as a compositor) is what runs, so it drags the clock with
+ * it and never fell behind it: busy loops beside four such tasks at 2 CPUs got a fifth to a
+ * quarter of their share. The batch clock moves only as BATCH work gets its turns, so such a task gets its
+ * weight's share and only its latency is better.
+ *
+ * The room is small because a held task queues behind every BATCH turn below its vtime: the
+ * further ahead it may run, the longer it then waits. A CPU-bound schbench worker beside busy
+ * loops woke with a P99 of 37-49 ms with half a lag cap of room, 18-20 ms with a shared batch
+ * slice and 14 ms with a preemption threshold (EEVDF 10-16). Only tasks that run more than they
+ * sleep: held for every task, a game beside a build (2 busy loops and a fork loop per CPU) fell
+ * from 82 to 25 fps at its 1 % low and an audio period missed a fifth of its deadlines (the
+ * frame's workers and the period were held as well). So a task that sleeps at least as long as
+ * it runs keeps its tier's priority beside BATCH work: at most half a CPU of it per task. A new
+ * task is not held before its bursts say what it is, as a program launched during a build must
+ * not queue behind it.
+ */
+static __always_inline bool outran_batch(const struct task_ctx *tctx, u64 vtime, u32 node)
+{
+	return task_mature(tctx) && tctx->avg_runtime * tctx->wake_freq > NSEC_PER_SEC / 2 &&
+	       time_before(batch_clock[node & (MAX_NODES - 1)] + knobs()->preempt_thresh_ns,
+			   vtime) &&
+	       scx_bpf_dsq_nr_queued(batch_dsq(node)) > 0;
+}
+
+/*
  * Has the task run past what its weight buys? Its vtime (with @pending, the charge of a run not
- * yet stopped) is more than the lag cap ahead of the clock, or, for a link of a fork/exit chain,
- * ahead of the BATCH work waiting on @node by more than two shared batch slices
- * (chain_ahead()). The interactive tiers go before BATCH work only while they have not: a task
- * that behaves interactively sleeps and stays near the clock, so this takes nothing from it, but
- * a new busy loop (INTERACTIVE until classified, or LAT_CRITICAL for a dozen slices after a short
- * first sleep) would run ahead of every BATCH task whatever its nice or cgroup weight. Past
- * either mark it queues with the BATCH work, in vtime order.
+ * yet stopped) is more than the lag cap ahead of the clock, or past its share of the BATCH
+ * work's turns (outran_batch()), or, for a link of a fork/exit chain, ahead of the BATCH work
+ * waiting on @node by more than two shared batch slices (chain_ahead()). The interactive tiers
+ * go before BATCH work only while they have not: a task that behaves interactively sleeps and
+ * stays near the clock, so this takes nothing from it, but a new busy loop (INTERACTIVE until
+ * classified, or LAT_CRITICAL for a dozen slices after a short first sleep) would run ahead of
+ * every BATCH task whatever its nice or cgroup weight. Past any mark it queues with the BATCH
+ * work, in vtime order.
  */
 static __always_inline bool outran_share(const struct task_struct *p,
 					 const struct task_ctx *tctx, u64 pending, u32 node,
@@ -63,7 +106,7 @@ static __always_inline bool outran_share(const struct task_struct *p,
 	u64 vtime = p->scx.dsq_vtime + pending;
 
 	return time_before(vtime_now + tp->lag_cap_ns, vtime) ||
-	       (tctx->kin && chain_ahead(vtime, node));
+	       outran_batch(tctx, vtime, node) || (tctx->kin && chain_ahead(vtime, node));
 }
 
 /*

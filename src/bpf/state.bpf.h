@@ -203,6 +203,13 @@ u64 node_dsq_since[MAX_NODES];
 u64 batch_dsq_since[MAX_NODES];
 
 /*
+ * Per node, the furthest vtime a BATCH task started its turn at (batch_started()): how far the
+ * BATCH work has been served. Unlike vtime_now, which whatever runs drags along, only BATCH
+ * turns move it, so the interactive tiers can be measured against it (outran_share()).
+ */
+u64 batch_clock[MAX_NODES];
+
+/*
  * The knobs every decision reads: a clamped copy of knobs_map, refreshed from the map by the tick
  * (refresh_knobs()). A global, not the map: no lookup on the hot paths, and no value the daemon
  * (or anyone with the map's fd) writes is ever read unclamped.
