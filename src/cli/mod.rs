@@ -18,7 +18,7 @@ mod signal;
 pub mod stats;
 pub mod stress;
 mod thread;
-mod work;
+pub mod work;
 
 /// Prints a tool's report as one line on stdout: the human spelling or the JSON object.
 pub(crate) fn print_report(

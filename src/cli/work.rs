@@ -28,7 +28,7 @@ pub(crate) fn thread_cpu_ns() -> u64 {
 }
 
 /// Runs `ns` of the calling thread's CPU time and returns CLOCK_MONOTONIC when it is done.
-pub(crate) fn burn_cpu(ns: u64) -> u64 {
+pub fn burn_cpu(ns: u64) -> u64 {
     if ns > 0 {
         let until = thread_cpu_ns() + ns;
         let mut x = until;

@@ -159,6 +159,7 @@ fn sched_idle() -> f64 {
             name: "gate-idle".into(),
             nice: 0,
             policy: Policy::Idle,
+            duty: None,
         },
         n,
     );
@@ -177,6 +178,7 @@ fn nice() -> (f64, [f64; 2]) {
             name: "gate-nice19".into(),
             nice: 19,
             policy: Policy::Normal,
+            duty: None,
         },
         n,
     );

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! CPU time as the kernel accounts it, per thread and per process, and busy loops that carry the
-//! attributes a user or an administrator gives a task (name, nice, policy). The trust and admin
-//! layers judge shares of CPU time, not loop iterations: a loop's speed under TCG depends on what
-//! else QEMU translates, its CPU time does not.
+//! attributes a user or an administrator gives a task (name, nice, policy), or sleep after each
+//! burst of CPU time (`HogSpec::sleeper`). The trust and admin layers judge shares of CPU time,
+//! not loop iterations: a loop's speed under TCG depends on what else QEMU translates, its CPU
+//! time does not.
 
 use std::fs;
 use std::sync::Arc;
@@ -10,6 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use scx_pandemonium::cli::work::burn_cpu;
 
 /// Nanoseconds a task has run: the first field of its schedstat (se.sum_exec_runtime), which
 /// sched_ext keeps up to date as the fair class does.
@@ -70,6 +73,9 @@ pub struct HogSpec {
     pub name: String,
     pub nice: i32,
     pub policy: Policy,
+    /// `Some((work, sleep))`: the thread sleeps `sleep` after each `work` of CPU time, a short
+    /// frequent sleeper that scores as interactive as a compositor; `None`: a busy loop.
+    pub duty: Option<(Duration, Duration)>,
 }
 
 impl HogSpec {
@@ -78,6 +84,15 @@ impl HogSpec {
             name: name.into(),
             nice: 0,
             policy: Policy::Normal,
+            duty: None,
+        }
+    }
+
+    /// A hog named `name` that sleeps `sleep` after each `work` of CPU time.
+    pub fn sleeper(name: &str, work: Duration, sleep: Duration) -> HogSpec {
+        HogSpec {
+            duty: Some((work, sleep)),
+            ..HogSpec::plain(name)
         }
     }
 }
@@ -176,6 +191,15 @@ impl Hogs {
                     // SAFETY: gettid has no preconditions.
                     let tid = unsafe { libc::gettid() } as u32;
                     let _ = tx.send(apply(&spec).map(|()| tid));
+                    // CPU time, not wall time: a burst the scheduler cut short is finished
+                    // when the thread runs again, as a frame's or a period's work is.
+                    if let Some((work, sleep)) = spec.duty {
+                        while !stop.load(Ordering::Relaxed) {
+                            burn_cpu(work.as_nanos() as u64);
+                            std::thread::sleep(sleep);
+                        }
+                        return;
+                    }
                     let mut x = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         for _ in 0..10_000 {

@@ -465,6 +465,7 @@ fn light_loops_worst_wait(n: usize) -> (Duration, Vec<super::workload::Report>, 
                 name: "gate-idle".into(),
                 nice: 0,
                 policy: Policy::Idle,
+                duty: None,
             },
         )
         .light_hogs(
@@ -473,6 +474,7 @@ fn light_loops_worst_wait(n: usize) -> (Duration, Vec<super::workload::Report>, 
                 name: "gate-n19-".into(),
                 nice: 19,
                 policy: Policy::Normal,
+                duty: None,
             },
         );
     let reports = mix.run_for(Duration::from_secs(WAIT_BOUND_SECS), |_| {});

@@ -4,9 +4,11 @@
 //! get no more than its share, while a real compositor, which runs in short frame-paced bursts,
 //! must still wake as fast as any other interactive task. Both halves run under `--mode auto`
 //! and `--mode gaming`, each in its own attach, after the same measurement under EEVDF (printed
-//! for reference, not held to the bars). Then what the procdb learned: hogs with a name learned
-//! as LAT_CRITICAL, and a spinner `--coop-learn` runs as a cooperative group, each beside plain
-//! work that must keep its share.
+//! for reference, not held to the bars). Behavior that earns low latency earns no more than a
+//! share either: hogs that sleep briefly and often score as interactive as a compositor, and
+//! plain work beside them must keep its share. Then what the procdb learned: hogs with a name
+//! learned as LAT_CRITICAL, and a spinner `--coop-learn` runs as a cooperative group, each beside
+//! plain work that must keep its share.
 
 use super::coop_learned;
 use super::cputime::{HogSpec, Hogs, by_label};
@@ -22,9 +24,15 @@ const NAMED: &str = "Xorg";
 const LEARNED: &str = "gate-learned";
 const PLAIN: &str = "gate-plain";
 const PLAIN_FRAME: &str = "gate-frame";
+const SLEEPER: &str = "gate-sleeper";
+/// 1.5 ms of work then 0.5 ms of sleep: 500 wakeups a second with short bursts, as
+/// interactive a rhythm as the classifier knows, and three quarters of a CPU each.
+const SLEEPER_WORK: Duration = Duration::from_micros(1500);
+const SLEEPER_SLEEP: Duration = Duration::from_micros(500);
 /// Time for the scheduler to see each hog's behavior before the window opens.
 const WARM: Duration = Duration::from_secs(2);
 const WINDOW: Duration = Duration::from_secs(15);
+const SLEEPER_WINDOW: Duration = Duration::from_secs(10);
 /// Each plain hog gets at least this fraction of a fair share of the hogs' CPU time.
 pub const FAIR_FLOOR: f64 = 0.8;
 /// A frame every 7 ms with 1 ms of work: a compositor at ~144 Hz.
@@ -46,6 +54,10 @@ struct Figures {
     named_of_fair: f64,
     /// CPUs' worth of time all hogs got together over the window.
     hog_cpus: f64,
+    /// The same beside 2 SLEEPER hogs per CPU in place of the named ones.
+    plain_by_sleepers: Vec<f64>,
+    sleepers_of_fair: f64,
+    sleeper_cpus: f64,
     named_frame: FrameStats,
     plain_frame: FrameStats,
 }
@@ -53,11 +65,16 @@ struct Figures {
 /// 2 hogs per CPU named `name` beside 2 plain hogs: each plain one's share of the hogs' CPU
 /// time as a fraction of a fair share, the named ones' mean fraction, and the CPUs they used.
 fn shares(name: &str) -> (Vec<f64>, f64, f64) {
+    shares_beside(&HogSpec::plain(name), WINDOW)
+}
+
+/// shares() beside 2 hogs per CPU as `spec` says, over `window`.
+fn shares_beside(spec: &HogSpec, window: Duration) -> (Vec<f64>, f64, f64) {
     let n = online_cpus().len();
     let mut hogs = Hogs::new();
-    hogs.add("named", &HogSpec::plain(name), 2 * n)
+    hogs.add("named", spec, 2 * n)
         .add("plain", &HogSpec::plain(PLAIN), 2);
-    let (ns, took) = hogs.measure(WARM, WINDOW);
+    let (ns, took) = hogs.measure(WARM, window);
     let total: u64 = ns.iter().map(|x| x.1).sum();
     let fair = total as f64 / ns.len() as f64;
     let plain = ns
@@ -88,11 +105,18 @@ fn frames() -> (FrameStats, FrameStats) {
 fn measure(mode: String) -> Figures {
     let (named_frame, plain_frame) = frames();
     let (plain_of_fair, named_of_fair, hog_cpus) = shares(NAMED);
+    let (plain_by_sleepers, sleepers_of_fair, sleeper_cpus) = shares_beside(
+        &HogSpec::sleeper(SLEEPER, SLEEPER_WORK, SLEEPER_SLEEP),
+        SLEEPER_WINDOW,
+    );
     Figures {
         mode,
         plain_of_fair,
         named_of_fair,
         hog_cpus,
+        plain_by_sleepers,
+        sleepers_of_fair,
+        sleeper_cpus,
         named_frame,
         plain_frame,
     }
@@ -129,6 +153,19 @@ fn judge(f: &Figures, eevdf: &Figures) -> Vec<String> {
         slashed(&f.plain_of_fair, |s| format!("{s:.2}")),
         f.named_of_fair
     );
+    eprintln!(
+        "gate trust: {}: {} hogs sleeping {} us after each {} us of work beside 2 plain ones \
+         ({:.2} CPUs in all over {} s): plain hogs got {} of a fair share, the sleepers {:.2} \
+         each on average",
+        f.mode,
+        2 * n,
+        SLEEPER_SLEEP.as_micros(),
+        SLEEPER_WORK.as_micros(),
+        f.sleeper_cpus,
+        SLEEPER_WINDOW.as_secs(),
+        slashed(&f.plain_by_sleepers, |s| format!("{s:.2}")),
+        f.sleepers_of_fair
+    );
     let (a, b) = (&f.named_frame, &f.plain_frame);
     eprintln!(
         "gate trust: {}: frame task (7 ms period, 1 ms work) beside {} busy loops: \
@@ -153,6 +190,15 @@ fn judge(f: &Figures, eevdf: &Figures) -> Vec<String> {
             failed.push(format!(
                 "{}: a plain hog got {s:.2} of its fair share beside hogs named {NAMED} \
                  (bar {FAIR_FLOOR})",
+                f.mode
+            ));
+        }
+    }
+    for s in &f.plain_by_sleepers {
+        if *s < FAIR_FLOOR {
+            failed.push(format!(
+                "{}: a plain hog got {s:.2} of its fair share beside hogs that sleep briefly and \
+                 often (bar {FAIR_FLOOR})",
                 f.mode
             ));
         }
