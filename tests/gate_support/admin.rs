@@ -156,10 +156,8 @@ fn sched_idle() -> f64 {
     hogs.add("plain", &HogSpec::plain("gate-plain"), n).add(
         "idle",
         &HogSpec {
-            name: "gate-idle".into(),
-            nice: 0,
             policy: Policy::Idle,
-            duty: None,
+            ..HogSpec::plain("gate-idle")
         },
         n,
     );
@@ -175,10 +173,8 @@ fn nice() -> (f64, [f64; 2]) {
     hogs.add("nice0", &HogSpec::plain("gate-nice0"), n).add(
         "nice19",
         &HogSpec {
-            name: "gate-nice19".into(),
             nice: 19,
-            policy: Policy::Normal,
-            duty: None,
+            ..HogSpec::plain("gate-nice19")
         },
         n,
     );

@@ -462,19 +462,15 @@ fn light_loops_worst_wait(n: usize) -> (Duration, Vec<super::workload::Report>, 
         .light_hogs(
             n,
             &HogSpec {
-                name: "gate-idle".into(),
-                nice: 0,
                 policy: Policy::Idle,
-                duty: None,
+                ..HogSpec::plain("gate-idle")
             },
         )
         .light_hogs(
             n,
             &HogSpec {
-                name: "gate-n19-".into(),
                 nice: 19,
-                policy: Policy::Normal,
-                duty: None,
+                ..HogSpec::plain("gate-n19-")
             },
         );
     let reports = mix.run_for(Duration::from_secs(WAIT_BOUND_SECS), |_| {});
