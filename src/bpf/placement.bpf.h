@@ -72,7 +72,7 @@ static __always_inline void batch_started(const struct task_ctx *tctx, u64 vtime
  * The room is small because a held task queues behind every BATCH turn below its vtime: the
  * further ahead it may run, the longer it then waits. A CPU-bound schbench worker beside busy
  * loops woke with a P99 of 37-49 ms with half a lag cap of room, 18-20 ms with a shared batch
- * slice and 14 ms with a preemption threshold (EEVDF 10-16). Only tasks that run more than they
+ * slice and 14-22 ms with a preemption threshold (EEVDF 10-18). Only tasks that run more than they
  * sleep: held for every task, a game beside a build (2 busy loops and a fork loop per CPU) fell
  * from 82 to 25 fps at its 1 % low and an audio period missed a fifth of its deadlines (the
  * frame's workers and the period were held as well). So a task that sleeps at least as long as
