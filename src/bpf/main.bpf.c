@@ -193,6 +193,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	struct topo_params *tp = topo();
 	s32 cpu = scx_bpf_task_cpu(p), idle;
 	u64 slice, vtime, until;
+	int held = -1; /* outran_share() once asked: 0 or 1 */
 	bool sync;
 
 	if (!tctx || !k || !tp) {
@@ -245,7 +246,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 
 		STAT_INC(nr_pinned);
 		/* A pinned periodic task (cyclictest -a, an audio thread) preempts like any waker. */
-		if (user && try_wakeup_preempt(p, tctx, cpu, slice, vtime, enq_flags, sync, tp))
+		if (user && try_wakeup_preempt(p, tctx, cpu, slice, vtime, enq_flags, sync, tp, &held))
 			return;
 		if (!user || !cpu_is_online(cpu) ||
 		    ((enq_flags & SCX_ENQ_WAKEUP) &&
@@ -281,7 +282,7 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
-	if (try_wakeup_preempt(p, tctx, cpu, slice, vtime, enq_flags, sync, tp))
+	if (try_wakeup_preempt(p, tctx, cpu, slice, vtime, enq_flags, sync, tp, &held))
 		return;
 
 	/*
@@ -306,7 +307,8 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	 * has behaved like BATCH for MATURE_SAMPLES slices (note_stop()): a program started during
 	 * a build must not queue behind the build.
 	 */
-	if (tctx->tier == TIER_BATCH || outran_share(p, tctx, 0, cpu_node(cpu), tp)) {
+	if (tctx->tier == TIER_BATCH ||
+	    (held >= 0 ? held : outran_share(p, tctx, 0, cpu_node(cpu), tp))) {
 		insert_batch(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
 		return;
 	}

@@ -200,10 +200,14 @@ static __always_inline s32 claim_victim(struct task_struct *p, s32 cpu, u64 dead
 	return -1;
 }
 
-/* enqueue(): @p preempts a runner (claim_victim()) and is placed there; false if it does not. */
+/*
+ * enqueue(): @p preempts a runner (claim_victim()) and is placed there; false if it does not.
+ * Once it has asked outran_share(), the answer goes to @held (else left as it was), so that
+ * enqueue()'s placement after a failed preemption does not ask again.
+ */
 static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct task_ctx *tctx,
 					       s32 cpu, u64 slice, u64 vtime, u64 enq_flags,
-					       bool sync, struct topo_params *tp)
+					       bool sync, struct topo_params *tp, int *held)
 {
 	s32 victim;
 
@@ -221,7 +225,8 @@ static __always_inline bool try_wakeup_preempt(struct task_struct *p, struct tas
 	 * that ran ahead) it queues with the BATCH work by vtime (enqueue()) and takes no CPU
 	 * from it.
 	 */
-	if (outran_share(p, tctx, 0, cpu_node(cpu), tp))
+	*held = outran_share(p, tctx, 0, cpu_node(cpu), tp);
+	if (*held)
 		return false;
 	/* A CPU past cpu_offline must not send IPIs (see kick_cpu()). */
 	if (!cpu_ctx(bpf_get_smp_processor_id())->online)
