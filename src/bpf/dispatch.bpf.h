@@ -6,13 +6,25 @@
 #ifndef __PANDEMONIUM_DISPATCH_BPF_H
 #define __PANDEMONIUM_DISPATCH_BPF_H
 
+/*
+ * Clears a shared DSQ's age @old once the DSQ is found empty. A task inserted between the count
+ * and the clear found the age still set (insert_pcpu()): the second count sees it and sets the
+ * age again, so work in a CPU's DSQ never sits behind an age of 0.
+ */
+static __always_inline void clear_since(u64 dsq, u64 *since, u64 old)
+{
+	if (__sync_val_compare_and_swap(since, old, 0) == old && old &&
+	    scx_bpf_dsq_nr_queued(dsq) > 0)
+		mark_shared_since(since, bpf_ktime_get_ns());
+}
+
 /* After a move out of a shared DSQ: empty -> clear the age, else restart it at now. */
 static __always_inline void refresh_since(u64 dsq, u64 *since)
 {
 	u64 old = *since;
 
 	if (scx_bpf_dsq_nr_queued(dsq) == 0)
-		__sync_val_compare_and_swap(since, old, 0);
+		clear_since(dsq, since, old);
 	else
 		__sync_val_compare_and_swap(since, old, bpf_ktime_get_ns());
 }
@@ -230,7 +242,7 @@ static __always_inline bool run_outwaited(u64 dsq, u64 *since, s32 cpu, u64 now,
 		}
 		/* The head's age is untouched; an emptied DSQ has none. */
 		if (scx_bpf_dsq_nr_queued(dsq) == 0)
-			*since = 0;
+			clear_since(dsq, since, *since);
 		STAT_INC(nr_wait_rescue);
 		return true;
 	}

@@ -210,7 +210,15 @@ static __always_inline void insert_pcpu(struct task_struct *p, struct task_ctx *
 
 	mark_enqueued(tctx, now, cpu, enq_flags);
 	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
-	mark_shared_since(&cpu_ctx(cpu)->pcpu_since, now);
+	/*
+	 * A locked swap even when the age is set (mark_shared_since() reads first): it orders the
+	 * insert before the read of the age, so a dispatch that clears the age and then counts the
+	 * DSQ (clear_since()) either sees this task or leaves the age 0 for this swap to set. A CPU's
+	 * DSQ holding work then never reads as empty by its age, which the steal walks and the
+	 * stranded scan trust (rank_walk(), stranded_scan()). The node DSQs' ages keep the cheaper
+	 * read: every CPU of a node inserts there, and a lost age only delays a rescue.
+	 */
+	__sync_val_compare_and_swap(&cpu_ctx(cpu)->pcpu_since, 0, now);
 	STAT_INC(nr_pcpu);
 	/* Must stay 0: the gate checks that no placement ever targets a CPU known to be offline. */
 	if (!cpu_is_online(cpu))
@@ -290,8 +298,12 @@ static __always_inline s32 rank_walk(const struct task_struct *p, s32 cpu, u32 b
 				return c;
 			break;
 		case RANK_WANT_QUEUED:
-			/* @deadline here is a minimum age of the DSQ's work (0: any). */
-			if (scx_bpf_dsq_nr_queued(c) <= 0)
+			/*
+			 * @deadline here is a minimum age of the DSQ's work (0: any). The age first: a
+			 * DSQ lookup per step made an idle CPU's dispatch on a big machine a dozen
+			 * lookups of empty DSQs (insert_pcpu() keeps the age exact enough to trust).
+			 */
+			if (!cpu_ctx(c)->pcpu_since || scx_bpf_dsq_nr_queued(c) <= 0)
 				break;
 			if (queued && *queued < 0)
 				*queued = c;
