@@ -63,6 +63,9 @@ def add_vm_parser(sub: argparse._SubParsersAction) -> None:
                    help="environment variable for the command. Repeatable")
     p.add_argument("--append", default="", metavar="ARGS",
                    help="extra kernel command-line arguments")
+    p.add_argument("--topology", metavar="nodes=N,threads=T",
+                   help="boot with N NUMA nodes of cores with T SMT siblings (--cpus must split "
+                        "into them; default: flat)")
     p.add_argument("--no-retry", action="store_true",
                    help="do not boot again when the guest kernel oopses")
     p.add_argument("--no-scheduler", action="store_true",
@@ -75,7 +78,7 @@ def add_vm_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_vm(args: argparse.Namespace) -> int:
-    from .vm import run_in_vm
+    from .vm import qemu, run_in_vm
 
     cmd = args.passthrough if args.passthrough is not None else args.cmd
     if not cmd:
@@ -86,11 +89,17 @@ def cmd_vm(args: argparse.Namespace) -> int:
         if not sep:
             die(f"vm: --env {item!r}: expected KEY=VALUE", 2)
         env[key] = value
+    try:
+        topology = qemu.parse_topology(args.topology) if args.topology else None
+        if topology is not None:
+            topology.check(args.cpus, args.mem)
+    except PandemoniumError as exc:
+        die(f"vm: {exc}", 2)
     result = run_in_vm(cmd, cpus=args.cpus, mem_mb=args.mem, kernel=args.kernel,
                        accel=args.accel, timeout=args.timeout, add=args.add, out_dir=args.out,
                        retry_on_oops=not args.no_retry, env=env, tools=args.tool,
                        include_scheduler=not args.no_scheduler, echo=not args.quiet,
-                       extra_cmdline=args.append)
+                       extra_cmdline=args.append, topology=topology)
     return result.rc
 
 
