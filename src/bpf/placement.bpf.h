@@ -198,9 +198,14 @@ static __always_inline void insert_batch(struct task_struct *p, struct task_ctx 
 		      vtime, enq_flags);
 }
 
+/*
+ * An age of 0 says the DSQ is empty (insert_pcpu() sets it with every insert), and the depth is
+ * at least 1, so only a DSQ that holds work is counted: a spill on a big machine passes up to 16
+ * CPUs, and counting each was a hash lookup even for the empty one it stopped at.
+ */
 static __always_inline bool pcpu_has_room(s32 cpu, struct topo_params *tp)
 {
-	return scx_bpf_dsq_nr_queued(cpu) < (s32)tp->pcpu_dsq_depth;
+	return !cpu_ctx(cpu)->pcpu_since || scx_bpf_dsq_nr_queued(cpu) < (s32)tp->pcpu_dsq_depth;
 }
 
 static __always_inline void insert_pcpu(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
@@ -313,7 +318,13 @@ static __always_inline s32 rank_walk(const struct task_struct *p, s32 cpu, u32 b
 		case RANK_WANT_IDLE:
 		case RANK_WANT_IDLE_BIG:
 		case RANK_WANT_IDLE_LITTLE:
-			if (scx_bpf_test_and_clear_cpu_idle(c))
+			/*
+			 * A CPU with a published runner (running() to stopping()) is not idle. The
+			 * read first: the claim is a kernel call that, on a machine with SMT, also
+			 * updates the core's idle-sibling mask whether or not the CPU is idle, and a
+			 * big machine's walk probes up to 8 CPUs.
+			 */
+			if (cpu_ctx(c)->run_kind == RUN_NONE && scx_bpf_test_and_clear_cpu_idle(c))
 				return c;
 			break;
 		case RANK_WANT_RUNNER:
