@@ -68,6 +68,9 @@ fn build() -> Result<()> {
         .context("preparing vmlinux.h")?;
     println!("cargo:warning=vmlinux.h: {vmlinux_origin}");
 
+    if env::var_os("CARGO_FEATURE_PROFILE").is_some() {
+        bpf.add_cflag("-DPANDEMONIUM_PROFILE");
+    }
     bpf.add_include_path(vmlinux_dir.to_str().context("OUT_DIR is not UTF-8")?)
         .add_cflag("-std=gnu23")
         .enable_intf(INTF_H, "bpf_intf.rs")

@@ -21,6 +21,7 @@
 #include "yield.bpf.h"
 #include "dispatch.bpf.h"
 #include "dump.bpf.h"
+#include "profile.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -123,7 +124,7 @@ static __always_inline s32 handoff_cpu(struct task_struct *p, struct task_ctx *t
 	return cpu;
 }
 
-s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+static __always_inline s32 select_cpu_body(struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	struct tuning_knobs *k = knobs();
@@ -186,7 +187,16 @@ s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, 
 	return cpu;
 }
 
-void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
+s32 BPF_STRUCT_OPS(pandemonium_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	PROF_START();
+	s32 cpu = select_cpu_body(p, prev_cpu, wake_flags);
+
+	PROF_END(PROF_SELECT_CPU);
+	return cpu;
+}
+
+static __always_inline void enqueue_body(struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	struct tuning_knobs *k = knobs();
@@ -315,11 +325,21 @@ void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
 	queue_interactive(p, tctx, cpu_node(cpu), slice, vtime, enq_flags);
 }
 
+void BPF_STRUCT_OPS(pandemonium_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	PROF_START();
+
+	enqueue_body(p, enq_flags);
+	PROF_END(PROF_ENQUEUE);
+}
+
 void BPF_STRUCT_OPS(pandemonium_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct tuning_knobs *k;
 	struct task_ctx *tctx;
 	enum disp_step step;
+
+	PROF_START();
 
 	STAT_INC(nr_dispatches);
 	step = dispatch_waterfall(cpu, prev);
@@ -341,6 +361,8 @@ void BPF_STRUCT_OPS(pandemonium_dispatch, s32 cpu, struct task_struct *prev)
 	}
 	if (trace_slow_ro)
 		cpu_ctx(cpu)->disp_step = step;
+	PROF_END(PROF_DISPATCH);
+	PROF_END(PROF_STEP0 + step);
 }
 
 void BPF_STRUCT_OPS(pandemonium_runnable, struct task_struct *p, u64 enq_flags)
@@ -425,7 +447,7 @@ static __noinline void note_longest_wait(struct task_struct *p, struct task_ctx 
 	bpf_probe_read_kernel_str(w->comm, sizeof(w->comm), p->comm);
 }
 
-void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
+static __always_inline void running_body(struct task_struct *p)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	struct pandemonium_stats *s;
@@ -478,7 +500,15 @@ void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
 	}
 }
 
-void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
+void BPF_STRUCT_OPS(pandemonium_running, struct task_struct *p)
+{
+	PROF_START();
+
+	running_body(p);
+	PROF_END(PROF_RUNNING);
+}
+
+static __always_inline void stopping_body(struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = task_ctx(p);
 	struct tuning_knobs *k = knobs();
@@ -508,6 +538,14 @@ void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
 		tctx->kin = 0;
 	}
 	note_stop(p, tctx, k, used, runnable, now);
+}
+
+void BPF_STRUCT_OPS(pandemonium_stopping, struct task_struct *p, bool runnable)
+{
+	PROF_START();
+
+	stopping_body(p, runnable);
+	PROF_END(PROF_STOPPING);
 }
 
 /*
@@ -917,6 +955,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(pandemonium_init)
 
 void BPF_STRUCT_OPS(pandemonium_exit, struct scx_exit_info *ei)
 {
+	PROF_REPORT();
 	UEI_RECORD(uei, ei);
 }
 
