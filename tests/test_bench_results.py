@@ -218,6 +218,32 @@ def test_power_notes_report_cost_against_targets_and_rapl():
     assert any("RAPL unavailable" in n and "no PMU" in n for n in notes)
 
 
+def test_profile_build_timing_in_trace_notes(tmp_path):
+    # A --features profile build's lines, as the guest appends them at detach.
+    res = _results(tmp_path, [(2, 1, "pandemonium", "bpfstats", 0, 0, 100, COST, COST)],
+                   {"c2-i1-pandemonium.bpfstats.out": "bpfstats.txt"})
+    out = res / "raw" / "c2-i1-pandemonium.bpfstats.out"
+    out.write_text(out.read_text()
+                   + "profile select_cpu calls 1956 ns/call 942 long 0 short ns/call 942\n"
+                   + "profile dispatch calls 3050 ns/call 274230 long 25 short ns/call 4110\n"
+                   + "profile dispatch step 10 calls 262 ns/call 2877 long 0 short ns/call 2877\n"
+                   + "profile dispatch step 8 calls 1354 ns/call 1506 long 1 short ns/call 1480\n")
+    records, _, _ = parse_results(res)
+    prof = records[0].extra["profile"]
+    assert prof["dispatch"] == {"calls": 3050, "ns_per_call": 274230, "long_calls": 25,
+                                "short_ns_per_call": 4110}
+    assert prof["dispatch step 8"]["long_calls"] == 1
+    assert records[0].extra["bpf_run_cnt"] == 4000  # the kernel's figures still parsed
+    result = SimpleNamespace(records=records, events=[], rc=0, env={}, out_dir=tmp_path,
+                             results_dir=tmp_path / "vm")
+    notes = commands.notes_for(commands.BY_NAME["bench-trace"], result, [])
+    line = next(n for n in notes if "timed inside BPF" in n)
+    assert "select_cpu 942 (n=1956, 0 longer), dispatch 4110 (n=3050, 25 longer)" in line
+    # Steps in enum order, whatever order the lines came in.
+    assert line.endswith("dispatch steps (enum disp_step): 8 1480 (n=1354, 1 longer), "
+                         "10 2877 (n=262, 0 longer)")
+
+
 def test_trace_and_sys_notes(tmp_path):
     res = _results(tmp_path, [(2, 1, "pandemonium", "bpfstats", 0, 0, 100, COST, COST)],
                    {"c2-i1-pandemonium.bpfstats.out": "bpfstats.txt"})
@@ -238,6 +264,8 @@ def test_trace_and_sys_notes(tmp_path):
     assert any("3 BPF programs ran 4000 times, 250 ns per run" in n for n in notes)
     assert any("ns per call" in n and "select_cpu 300 (n=3000), dispatch 100 (n=1000)" in n
                and "attached in 12.34 s; 42 contended spinlocks" in n for n in notes)
+    assert "profile" not in records[0].extra
+    assert not any("timed inside BPF" in n for n in notes)
     raw = tmp_path / "vm" / "raw"
     raw.mkdir(parents=True)
     (raw / "c2-i1-pandemonium.sched.log").write_text("starting\nd/s: 10 idle: 5%\nd/s: 12 idle: 3%\n")

@@ -224,13 +224,22 @@ def callback_of(prog_name: str) -> str:
     return prog_name or "-"
 
 
+# A --features profile build's timing, which the guest appends at detach (profile.bpf.h prints
+# 'pandemonium profile: NAME calls N ns/call N long N short ns/call N'; NAME a callback or
+# 'dispatch step K').
+PROFILE_LINE = re.compile(
+    r"^profile (.+?) calls (\d+) ns/call (\d+) long (\d+) short ns/call (\d+)\s*$", re.M)
+
+
 def _bpfstats(text: str, rec: Record) -> None:
     """perf messaging time, plus what phase_bpfstats appends: the BPF program stats ('bpfprog
     name=NAME prog_type: N prog_id: N run_time_ns: N run_cnt: N'; NAME '-' when the guest had no
     symbol for it), trace event counts ('COUNT trace EVENT:'), 'lock_contentions N' (contended
     spinlocks over the load, when perf could count them), 'attach_cs N' and
     'cpus_online N nodes M cpu0_siblings LIST' (SMT: CPU 0's thread siblings). extra['bpf_per_prog'] maps each callback to its run_cnt,
-    run_time_ns and ns_per_call."""
+    run_time_ns and ns_per_call; extra['profile'], from a --features profile build, maps each
+    timed callback and dispatch step to its calls, ns_per_call, long_calls (20 us or more) and
+    short_ns_per_call (without them)."""
     _messaging(text, rec)
     progs = []
     for line in text.splitlines():
@@ -257,6 +266,11 @@ def _bpfstats(text: str, rec: Record) -> None:
     m = re.search(r"^lock_contentions (\d+)", text, re.M)
     if m:
         rec.extra["lock_contentions"] = int(m.group(1))
+    profile = {m.group(1): {"calls": int(m.group(2)), "ns_per_call": int(m.group(3)),
+                            "long_calls": int(m.group(4)), "short_ns_per_call": int(m.group(5))}
+               for m in PROFILE_LINE.finditer(text)}
+    if profile:
+        rec.extra["profile"] = profile
     m = re.search(r"^attach_cs (\d+)", text, re.M)
     if m:
         rec.extra["attach_s"] = int(m.group(1)) / 100.0

@@ -123,7 +123,26 @@ def _trace(result, cells) -> list[str]:
                           if "lock_contentions" in x else "")
                        + (f"; daemon CPU {r.sched_cpu_pct:.1f} %"
                           if r.sched_cpu_pct is not None else ""))
+        if x.get("profile"):
+            out.append(f"{r.scheduler} at {r.cores} cores, {profile_line(x['profile'])}")
     return out + [f"raw captures: {result.results_dir / 'raw'}"]
+
+
+def profile_line(profile: dict) -> str:
+    """A --features profile build's own timing: ns per call without the calls of 20 us or more
+    (under an emulator, calls whose vCPU lost its turn), callbacks first, then dispatch steps."""
+    def cell(name, p):
+        return f"{name} {p['short_ns_per_call']} (n={p['calls']}, {p['long_calls']} longer)"
+
+    steps = sorted((n for n in profile if n.startswith("dispatch step ")),
+                   key=lambda n: int(n.rsplit(" ", 1)[1]))
+    callbacks = [n for n in profile if n not in steps]
+    line = ("ns per call timed inside BPF (--features profile), calls of 20 us or more left out: "
+            + ", ".join(cell(n, profile[n]) for n in callbacks))
+    if steps:
+        line += "; dispatch steps (enum disp_step): " + ", ".join(
+            cell(n.rsplit(" ", 1)[1], profile[n]) for n in steps)
+    return line
 
 
 def per_prog_line(extra: dict) -> str:

@@ -597,9 +597,10 @@ phase_bpfstats() {
     grep ' bpf_prog_' /proc/kallsyms 2>/dev/null | awk '{print $3}' > /tmp/bench-bpfsyms
     for f in /proc/${SCHED_PID:-none}/fdinfo/*; do
         grep -q '^prog_type' "$f" 2>/dev/null || continue
-        tag=$(awk '/^prog_tag:/ {print $2}' "$f")
-        name=$(grep -m1 "^bpf_prog_${tag}_" /tmp/bench-bpfsyms)
-        name=${name#bpf_prog_${tag}_}
+        # Not $tag: sh has no locals, and the run loop's $tag names the run's files after this.
+        ptag=$(awk '/^prog_tag:/ {print $2}' "$f")
+        name=$(grep -m1 "^bpf_prog_${ptag}_" /tmp/bench-bpfsyms)
+        name=${name#bpf_prog_${ptag}_}
         echo "bpfprog name=${name:--} $(grep -E '^(prog_type|prog_id|run_time_ns|run_cnt):' "$f" | tr '\n' ' ')"
     done
     # The attach that this scheduler run began with (attach()), and the guest's CPUs and nodes.
@@ -702,6 +703,18 @@ for run in $BENCH_RUNS; do
         echo "BENCH-STEP $k $total $cores $iter $sched $ph $rc"
     done
     detach "$tag"
+    # A --features profile build prints its own timing as it exits (src/bpf/profile.bpf.h): onto
+    # the bpfstats phase's output, beside the kernel's figures for the same run. The phase cleared
+    # the trace buffer as it began, so the lines are this scheduler's.
+    case " $BENCH_PHASES " in
+    *" bpfstats "*)
+        if grep -q 'pandemonium profile: ' /sys/kernel/tracing/trace 2>/dev/null; then
+            grep 'pandemonium profile: ' /sys/kernel/tracing/trace \
+                | sed 's/.*pandemonium profile: /profile /' >> "$R/raw/$tag.bpfstats.out"
+            save $k "raw/$tag.bpfstats.out"
+        fi
+        ;;
+    esac
     # The scheduler's own log (bench-sys reads its telemetry) and a wedged one's kernel stack.
     save $k "raw/$tag.sched.log"
     save $k "raw/$tag.stack"
