@@ -159,7 +159,7 @@ def run_bench(plan: Plan, out_dir: Path, kernel: str = "default", accel: str | N
     mode = accel or accel_for(vcpus, os.cpu_count() or 1)
     log.info("bench: %d runs x %d phases at %s cores, %s, roughly %s (VM timeout %s)",
              len(plan.runs()), len(plan.phases), ",".join(map(str, sorted(plan.cores))), mode,
-             fmt_duration(plan.estimate_s() * pace(mode, vcpus)),
+             fmt_duration(plan.estimate_s() * pace(mode)),
              fmt_duration(_timeout(plan, [], mode)))
     load_before = os.getloadavg()
     boots: list[_Boot] = []
@@ -217,21 +217,24 @@ class _Boot:
 BOOT_S_PER_VCPU = 15
 
 
-# Wall seconds per estimated guest second under tcg-icount, per vCPU: one host thread runs every
-# vCPU's instructions, and guest time counts them. The oversub phase at 4 vCPUs (6.18, EEVDF, 600
-# regions) took 13m51s for ~74 s of guest time: ~11x.
-ICOUNT_PACE_PER_VCPU = 2.5
+# Wall seconds per estimated guest second under tcg-icount. Guest time counts the instructions of
+# every vCPU (1 ns each) and one host thread executes them all, so a CPU-bound phase's pace does not
+# grow with the vCPUs: the oversub phase at 4 vCPUs (6.18, EEVDF, 600 regions) took 13m51s for ~74 s
+# of guest time (~11x), and bench-trace's messaging run at 64 vCPUs took 3m22s with its boot where
+# 2.5x per vCPU had estimated 107 minutes. Idle time is skipped, so mostly idle phases run faster:
+# an upper bound.
+ICOUNT_PACE = 11.0
 
 
-def pace(mode: str, vcpus: int) -> float:
-    """Wall seconds per estimated guest second: 1 but under tcg-icount, whose CPU-bound phases
-    run ~10x slower at 4 vCPUs than their guest time (the estimate is in guest seconds)."""
-    return ICOUNT_PACE_PER_VCPU * vcpus if mode == "tcg-icount" else 1.0
+def pace(mode: str) -> float:
+    """Wall seconds per estimated guest second: 1 but under tcg-icount (the estimate is in guest
+    seconds, and a CPU-bound phase there runs ~11x slower than its guest time)."""
+    return ICOUNT_PACE if mode == "tcg-icount" else 1.0
 
 
 def _timeout(plan: Plan, skipped: list[int], mode: str) -> float:
     # TCG pace varies with host load; every vCPU lengthens the boot and each attach.
-    return (R.remaining_estimate_s(plan, skipped) * pace(mode, max(plan.cores)) * 2 + 900
+    return (R.remaining_estimate_s(plan, skipped) * pace(mode) * 2 + 900
             + BOOT_S_PER_VCPU * max(plan.cores))
 
 
