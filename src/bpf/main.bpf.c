@@ -361,7 +361,6 @@ void BPF_STRUCT_OPS(pandemonium_dispatch, s32 cpu, struct task_struct *prev)
 	}
 	if (trace_slow_ro)
 		cpu_ctx(cpu)->disp_step = step;
-	PROF_END(PROF_DISPATCH);
 	PROF_END(PROF_STEP0 + step);
 }
 

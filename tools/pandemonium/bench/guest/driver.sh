@@ -708,9 +708,9 @@ for run in $BENCH_RUNS; do
     # the trace buffer as it began, so the lines are this scheduler's.
     case " $BENCH_PHASES " in
     *" bpfstats "*)
-        if grep -q 'pandemonium profile: ' /sys/kernel/tracing/trace 2>/dev/null; then
-            grep 'pandemonium profile: ' /sys/kernel/tracing/trace \
-                | sed 's/.*pandemonium profile: /profile /' >> "$R/raw/$tag.bpfstats.out"
+        prof=$(sed -n 's/.*pandemonium profile: /profile /p' /sys/kernel/tracing/trace 2>/dev/null)
+        if [ -n "$prof" ]; then
+            echo "$prof" >> "$R/raw/$tag.bpfstats.out"
             save $k "raw/$tag.bpfstats.out"
         fi
         ;;
