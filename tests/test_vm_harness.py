@@ -410,6 +410,15 @@ def test_kvm_probe_reads_the_guest_console(tmp_path, monkeypatch, output, verdic
     assert accel.probe_kvm(Path("/k"), qemu=str(fake_qemu)) == verdict
 
 
+def test_auto_accel_without_qemu_names_the_package(monkeypatch, tmp_path):
+    # A fresh machine: the KVM probe ran QEMU before anything checked for it, and died in
+    # Popen with a traceback.
+    monkeypatch.setattr(accel.shutil, "which", lambda *a, **k: None)
+    monkeypatch.setattr(accel, "cache_dir", lambda *a: tmp_path)
+    with pytest.raises(PandemoniumError, match="(?s)missing qemu-system-x86_64.*apt-get install"):
+        accel.resolve("auto", Path("/k"))
+
+
 def test_topology_splits_cpus_into_numa_nodes_and_smt_siblings():
     flat = qemu.parse_topology(None)
     assert flat.flat and flat.qemu_args(4, 1024) == ["-smp", "4"]

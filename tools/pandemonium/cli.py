@@ -78,6 +78,7 @@ def add_vm_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_vm(args: argparse.Namespace) -> int:
+    from . import build
     from .vm import qemu, run_in_vm
 
     cmd = args.passthrough if args.passthrough is not None else args.cmd
@@ -95,6 +96,8 @@ def cmd_vm(args: argparse.Namespace) -> int:
             topology.check(args.cpus, args.mem)
     except PandemoniumError as exc:
         die(f"vm: {exc}", 2)
+    # QEMU, busybox and the kernel's unpackers: a fresh machine has none of them.
+    build.ensure_packages(vm=True)
     result = run_in_vm(cmd, cpus=args.cpus, mem_mb=args.mem, kernel=args.kernel,
                        accel=args.accel, timeout=args.timeout, add=args.add, out_dir=args.out,
                        retry_on_oops=not args.no_retry, env=env, tools=args.tool,

@@ -95,8 +95,12 @@ def kvm_works(vmlinuz: Path) -> bool:
     cache = cache_dir() / "kvm-probe.json"
     # Whether KVM works is a property of this host boot and QEMU build, not of the kernel.
     qemu = shutil.which("qemu-system-x86_64") or ""
+    if not qemu:
+        # The probe would die in Popen with a traceback; the boot would stop on this anyway.
+        from ..packages import missing_message
+        raise PandemoniumError(missing_message(["qemu-system-x86_64"], "the VM"))
     boot_id = read_text("/proc/sys/kernel/random/boot_id").strip() or "unknown"
-    key = {"boot_id": boot_id, "qemu": qemu, "qemu_mtime": os.path.getmtime(qemu) if qemu else 0}
+    key = {"boot_id": boot_id, "qemu": qemu, "qemu_mtime": os.path.getmtime(qemu)}
     try:
         saved = json.loads(cache.read_text())
         if saved.get("key") == key:
