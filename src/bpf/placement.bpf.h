@@ -199,13 +199,19 @@ static __always_inline void insert_batch(struct task_struct *p, struct task_ctx 
 }
 
 /*
- * An age of 0 says the DSQ is empty (insert_pcpu() sets it with every insert), and the depth is
- * at least 1, so only a DSQ that holds work is counted: a spill on a big machine passes up to 16
- * CPUs, and counting each was a hash lookup even for the empty one it stopped at.
+ * The tasks in @cpu's own DSQ, counted only where its age says it holds work: an age of 0 says
+ * it is empty (insert_pcpu() keeps it exact enough to trust). Spills and steals on a big machine
+ * pass up to 16 CPUs, and counting each was a hash lookup even for the empty ones.
  */
+static __always_inline s32 pcpu_nr_queued(s32 cpu)
+{
+	return cpu_ctx(cpu)->pcpu_since ? scx_bpf_dsq_nr_queued(cpu) : 0;
+}
+
+/* The depth is at least 1, so an empty DSQ always has room. */
 static __always_inline bool pcpu_has_room(s32 cpu, struct topo_params *tp)
 {
-	return !cpu_ctx(cpu)->pcpu_since || scx_bpf_dsq_nr_queued(cpu) < (s32)tp->pcpu_dsq_depth;
+	return pcpu_nr_queued(cpu) < (s32)tp->pcpu_dsq_depth;
 }
 
 static __always_inline void insert_pcpu(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
@@ -303,12 +309,8 @@ static __always_inline s32 rank_walk(const struct task_struct *p, s32 cpu, u32 b
 				return c;
 			break;
 		case RANK_WANT_QUEUED:
-			/*
-			 * @deadline here is a minimum age of the DSQ's work (0: any). The age first: a
-			 * DSQ lookup per step made an idle CPU's dispatch on a big machine a dozen
-			 * lookups of empty DSQs (insert_pcpu() keeps the age exact enough to trust).
-			 */
-			if (!cpu_ctx(c)->pcpu_since || scx_bpf_dsq_nr_queued(c) <= 0)
+			/* @deadline here is a minimum age of the DSQ's work (0: any). */
+			if (pcpu_nr_queued(c) <= 0)
 				break;
 			if (queued && *queued < 0)
 				*queued = c;
